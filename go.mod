@@ -1,0 +1,3 @@
+module github.com/bulkhead-llm/bulkhead
+
+go 1.26

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite: the command README.md names and .ci/run calls.
+#
+#   ./test.sh           vet, all tests, -race on the concurrent packages, a short fuzz pass
+#   FUZZTIME=30s ./test.sh   a longer fuzz pass per target
+#
+# Tests that read ../shared/testdata skip with a message when it is absent.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+fuzztime=${FUZZTIME:-5s}
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test"
+go test -count=1 ./...
+
+# Packages whose code runs goroutines: run them again under the race detector.
+race_pkgs=()
+for p in engine api transfer gateway sched kvcache kernels; do
+  [ -d "internal/$p" ] && race_pkgs+=("./internal/$p/...")
+done
+if [ ${#race_pkgs[@]} -gt 0 ]; then
+  echo "== go test -race ${race_pkgs[*]}"
+  BULKHEAD_SHORT=1 go test -count=1 -race "${race_pkgs[@]}"
+fi
+
+# Every Fuzz target in the tree, each for $fuzztime.
+echo "== fuzz ($fuzztime per target)"
+while read -r dir; do
+  pkg="./$dir"
+  for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | sed 's/^func //'); do
+    echo "-- $pkg $f"
+    go test -run='^$' -fuzz="^$f\$" -fuzztime="$fuzztime" "$pkg"
+  done
+done < <(grep -l '^func Fuzz' $(find internal -name '*_test.go') 2>/dev/null | xargs -r -n1 dirname | sort -u)
+
+echo "== all checks passed"
