@@ -1,0 +1,112 @@
+// Package engine runs the step loop that joins the scheduler, the model and
+// the paged KV cache, behind a concurrency-safe Submit API.
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Request is one generation request, already tokenized and authenticated.
+type Request struct {
+	ID     string // unique, for logs and metrics
+	Tenant string // tenant id; scheduling fair share is per tenant
+	// CacheSalt scopes prefix-cache entries to the tenant (DESIGN I6).
+	CacheSalt []byte
+	Prompt    []int32
+	MaxTokens int // > 0
+	Sampling  Sampling
+	// Logprobs asks for the chosen token's logprob and the TopLogprobs most
+	// likely alternatives at every step (0: chosen token only when Logprobs is set).
+	Logprobs    bool
+	TopLogprobs int
+	// StopTokens end generation when sampled (in addition to the model's end
+	// of generation tokens unless IgnoreEOS).
+	StopTokens []int32
+	IgnoreEOS  bool
+}
+
+// Sampling holds the sampler settings. Temperature 0 is greedy.
+type Sampling struct {
+	Temperature float32
+	TopK        int
+	TopP        float32 // 0 or 1 disables
+	MinP        float32
+	Seed        uint64
+}
+
+// TokenLogprob is one candidate token and its natural-log probability.
+type TokenLogprob struct {
+	Token   int32
+	Logprob float32
+}
+
+// FinishReason says why generation ended.
+type FinishReason string
+
+// Finish reasons as in the OpenAI API.
+const (
+	FinishStop   FinishReason = "stop"   // end-of-generation or stop token
+	FinishLength FinishReason = "length" // MaxTokens reached or context full
+)
+
+// Usage counts the tokens of a finished request.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	CachedTokens     int // prompt tokens served from the prefix cache
+}
+
+// Event is one item of a request's stream: a token, the finish, or an
+// error. Exactly one of the final two ends every stream, after which the
+// channel is closed.
+type Event struct {
+	Token       int32
+	Logprob     float32
+	TopLogprobs []TokenLogprob
+	// Finish is set on the last event of a successful request.
+	Finish *Finish
+	// Err is set on the last event of a failed request (aborted, internal
+	// error, ownership check failure). No token follows an error.
+	Err error
+}
+
+// Finish ends a successful stream.
+type Finish struct {
+	Reason FinishReason
+	Usage  Usage
+}
+
+// ContextLengthError rejects a prompt that cannot be served, before any KV
+// page is allocated (DESIGN I4). Callers answer it with HTTP 400
+// context_length_exceeded.
+type ContextLengthError struct {
+	PromptTokens int // prompt length
+	Limit        int // the largest prompt the server accepts (max context − 1, or pool)
+	MaxContext   int
+}
+
+func (e *ContextLengthError) Error() string {
+	return fmt.Sprintf("prompt has %d tokens, but this model accepts at most %d prompt tokens (max context %d, one position is kept for the first generated token)",
+		e.PromptTokens, e.Limit, e.MaxContext)
+}
+
+// Sentinel errors callers branch on.
+var (
+	ErrInvalidRequest = errors.New("invalid request") // wrapped with the reason
+	ErrShuttingDown   = errors.New("engine is shutting down")
+	ErrAborted        = errors.New("request aborted")
+	ErrInternal       = errors.New("internal error") // wrapped; e.g. an ownership check failure
+)
+
+// Stats is a snapshot of the engine for metrics and readiness.
+type Stats struct {
+	Running, Waiting  int
+	PagesTotal        int // usable pages (the sentinel page excluded)
+	PagesFree         int
+	PagesCached       int // unreferenced pages kept for the prefix cache
+	PrefixQueries     uint64
+	PrefixHitTokens   uint64
+	OwnershipFailures uint64
+	Preemptions       uint64
+}
