@@ -196,7 +196,7 @@ func TestParseRejectsHostileInput(t *testing.T) {
 		{"partial block", tensor("t", []uint64{33}, Q8_0, 0), "whole number"},
 		{"unaligned offset", tensor("t", []uint64{4}, F32, 4), "not aligned"},
 		{"data beyond file", tensor("t", []uint64{1024}, F32, 0), "beyond its size"},
-		{"offset beyond file", tensor("t", []uint64{4}, F32, 1 << 40), "beyond its size"},
+		{"offset beyond file", tensor("t", []uint64{4}, F32, 1<<40), "beyond its size"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
