@@ -1,0 +1,100 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrContextLength matches a prompt too long to serve (an HTTP 400
+// context_length_exceeded); see ContextLengthError.
+var ErrContextLength = errors.New("context_length_exceeded")
+
+// ContextLengthError carries the prompt's token count and the limit it broke.
+type ContextLengthError struct {
+	PromptTokens int
+	Limit        int    // the smaller of max context and pool capacity
+	LimitName    string // "max context" or "KV pool"
+}
+
+func (e *ContextLengthError) Error() string {
+	return fmt.Sprintf("prompt of %d tokens plus one generated token exceeds the %s of %d tokens",
+		e.PromptTokens, e.LimitName, e.Limit)
+}
+
+// Unwrap lets errors.Is(err, ErrContextLength) hold.
+func (e *ContextLengthError) Unwrap() error { return ErrContextLength }
+
+// ErrBadRequest matches a request admission refuses for another reason.
+var ErrBadRequest = errors.New("sched: bad request")
+
+// Request is what a client asked for, before admission.
+type Request struct {
+	ID        uint64  // unique among live requests, non-zero
+	Tenant    string  // fair-share unit
+	Salt      string  // prefix-cache domain; usually the tenant's secret salt
+	Prompt    []int32 // token ids
+	MaxTokens int     // tokens to generate at most (≥ 1)
+	Stop      []int32 // token ids that end generation (emitted, then finish)
+}
+
+// Limits are what admission checks a request against.
+type Limits struct {
+	MaxContext int // configured maximum context in tokens
+	PoolTokens int // KV pool capacity in tokens
+}
+
+// Admitted is a request that passed admission. Only Admit constructs one, so
+// a rejected request has nothing the scheduler's queues would accept.
+type Admitted struct {
+	req   Request
+	state State
+	spent bool // queued once already
+}
+
+// Request returns the admitted request.
+func (a *Admitted) Request() Request { return a.req }
+
+// Admit checks r against lim before anything is allocated (DESIGN I4): the
+// prompt plus one generated token must fit both the maximum context and the
+// pool. It returns the admitted request or an error and no request.
+func Admit(r Request, lim Limits) (*Admitted, error) {
+	state := StateReceived
+	reject := func(err error) (*Admitted, error) {
+		_, _ = Transition(state, EvReject) // Received → Rejected: nothing to keep
+		return nil, err
+	}
+	switch {
+	case r.ID == 0:
+		return reject(fmt.Errorf("sched: request id must not be zero: %w", ErrBadRequest))
+	case len(r.Prompt) == 0:
+		return reject(fmt.Errorf("sched: request %d has an empty prompt: %w", r.ID, ErrBadRequest))
+	case r.MaxTokens < 1:
+		return reject(fmt.Errorf("sched: request %d max tokens %d < 1: %w", r.ID, r.MaxTokens, ErrBadRequest))
+	case len(r.Prompt)+1 > lim.MaxContext:
+		return reject(&ContextLengthError{PromptTokens: len(r.Prompt), Limit: lim.MaxContext, LimitName: "max context"})
+	case len(r.Prompt)+1 > lim.PoolTokens:
+		return reject(&ContextLengthError{PromptTokens: len(r.Prompt), Limit: lim.PoolTokens, LimitName: "KV pool"})
+	}
+	next, err := Transition(state, EvAdmit)
+	if err != nil {
+		return nil, err
+	}
+	return &Admitted{req: r, state: next}, nil
+}
+
+// ErrPoolTooSmall matches a pool that cannot hold one maximum-length request.
+var ErrPoolTooSmall = errors.New("sched: KV pool smaller than max context")
+
+// CheckCapacity is the startup check (DESIGN I3): a worker whose pool holds
+// fewer tokens than the configured maximum context must not start. There is
+// deliberately no way to skip it.
+func CheckCapacity(poolTokens, maxContext int) error {
+	if maxContext < 1 {
+		return fmt.Errorf("sched: max context %d must be positive", maxContext)
+	}
+	if poolTokens < maxContext {
+		return fmt.Errorf("sched: KV pool holds %d tokens but max context is %d tokens: %w",
+			poolTokens, maxContext, ErrPoolTooSmall)
+	}
+	return nil
+}

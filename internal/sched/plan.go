@@ -1,0 +1,48 @@
+package sched
+
+// Item is one sequence's share of a step: the fields of a model.Seq plus
+// what the engine must do with the result.
+type Item struct {
+	ID     uint64
+	Tokens []int32 // tokens to run, at positions Pos, Pos+1, ...
+	Pos    int
+	Pages  []int32 // verified physical pages for positions [0, Pos+len(Tokens))
+	// Tokens and Pages stay valid until the next Step.
+	// Sample is set when Tokens ends the sequence's known tokens, so the
+	// engine samples the next token from the last logits.
+	Sample bool
+}
+
+// Abort reports a request the scheduler aborted while planning.
+type Abort struct {
+	ID  uint64
+	Err error
+}
+
+// Plan is one forward step. The engine turns Items into one model.Forward
+// call, then calls Complete.
+type Plan struct {
+	Items   []Item
+	Aborted []Abort  // aborted (ownership check failed): report an internal error
+	Evicted []uint64 // preempted this step; they recompute later, output unchanged
+
+	seqs []*seq // aligned with Items: who each item was planned for
+}
+
+// Tokens is the number of tokens the step runs.
+func (p *Plan) Tokens() int {
+	n := 0
+	for _, it := range p.Items {
+		n += len(it.Tokens)
+	}
+	return n
+}
+
+// Update is what Complete tells the engine about one request.
+type Update struct {
+	ID       uint64
+	Token    int32 // the sampled token, when HasToken
+	HasToken bool
+	State    State // the request's state afterwards
+	Err      error // set when the request was aborted
+}

@@ -1,0 +1,130 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/bulkhead-llm/bulkhead/internal/kvcache"
+)
+
+// Step plans the next forward pass. Decoding sequences go first, one token
+// each; running prefills take chunks of what budget remains; then waiting
+// sequences enter the running set, tenant by tenant in turn, reusing cached
+// prefixes. When pages run out, the most recently started sequence not yet
+// planned is preempted. Each planned sequence's pages pass the ownership
+// check (DESIGN I2); one that fails is aborted and reported in the plan.
+// An empty plan means there is nothing to run.
+func (s *Scheduler) Step() (*Plan, error) {
+	if s.inflight != nil {
+		return nil, ErrStepInFlight
+	}
+	plan := &Plan{Items: make([]Item, 0, len(s.running)+1), seqs: make([]*seq, 0, len(s.running)+1)}
+	budget := s.cfg.TokenBudget
+	s.steps++
+	for _, decoding := range []bool{true, false} {
+		for _, q := range slices.Clone(s.running) { // plan may preempt from running
+			want := StatePrefilling
+			if decoding {
+				want = StateDecoding
+			}
+			if budget == 0 || q.planned == s.steps || q.state != want { // preempted meanwhile, or other pass
+				continue
+			}
+			n, err := s.plan(plan, q, budget)
+			if err != nil {
+				return nil, err
+			}
+			budget -= n
+		}
+	}
+	for budget > 0 && len(s.running) < s.cfg.MaxRunning && s.waiting.len() > 0 {
+		q := s.waiting.peek()
+		if err := s.start(q); err != nil {
+			return nil, err
+		}
+		if s.fits(q) == 0 { // no room: leave it at the head of its queue
+			s.pool.Free(q.pt)
+			q.computed = 0
+			break
+		}
+		s.waiting.pop()
+		if err := q.transition(EvSchedule); err != nil {
+			return nil, err
+		}
+		s.running = append(s.running, q)
+		n, err := s.plan(plan, q, budget)
+		if err != nil {
+			return nil, err
+		}
+		budget -= n
+	}
+	s.inflight = plan
+	return plan, nil
+}
+
+// start prepares a waiting q to run: its table takes the cached prefix.
+func (s *Scheduler) start(q *seq) error {
+	n, err := s.pool.MatchPrefix(q.pt, q.req.Salt, q.tokens)
+	if err != nil {
+		return fmt.Errorf("sched: request %d: %w", q.req.ID, err)
+	}
+	q.computed = n
+	s.prefixQueries++
+	s.prefixHitTokens += uint64(n)
+	return nil
+}
+
+// fits is how many of q's pending tokens the pool's pages can hold now.
+func (s *Scheduler) fits(q *seq) int {
+	ps := s.pool.PageSize()
+	room := (q.pt.Len()+s.pool.Available())*ps - q.computed
+	return max(0, min(len(q.tokens)-q.computed, room))
+}
+
+// plan adds up to budget of q's pending tokens to the plan, preempting
+// others (or q itself) when pages run out. It returns the tokens planned.
+func (s *Scheduler) plan(plan *Plan, q *seq, budget int) (int, error) {
+	n := min(len(q.tokens)-q.computed, budget)
+	for {
+		if f := s.fits(q); f > 0 {
+			n = min(n, f)
+			break
+		}
+		victim := q
+		for i := len(s.running) - 1; i >= 0; i-- {
+			if r := s.running[i]; r != q && r.planned != s.steps {
+				victim = r
+				break
+			}
+		}
+		if err := s.preempt(victim); err != nil {
+			return 0, err
+		}
+		plan.Evicted = append(plan.Evicted, victim.req.ID)
+		if victim == q {
+			return 0, nil
+		}
+	}
+	if err := s.pool.Reserve(q.pt, q.computed+n); err != nil {
+		return 0, fmt.Errorf("sched: request %d: %w", q.req.ID, err)
+	}
+	pages, err := s.pool.AppendStepPages(q.pages[:0], q.pt, q.computed, n)
+	if errors.Is(err, kvcache.ErrOwnership) {
+		plan.Aborted = append(plan.Aborted, Abort{ID: q.req.ID, Err: err})
+		return 0, s.abort(q)
+	} else if err != nil {
+		return 0, err
+	}
+	q.pages = pages
+	q.planned = s.steps
+	plan.seqs = append(plan.seqs, q)
+	plan.Items = append(plan.Items, Item{
+		ID:     q.req.ID,
+		Tokens: q.tokens[q.computed : q.computed+n : q.computed+n],
+		Pos:    q.computed,
+		Pages:  pages,
+		Sample: q.computed+n == len(q.tokens),
+	})
+	return n, nil
+}
