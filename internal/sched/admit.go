@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
 )
 
 // ErrContextLength matches a prompt too long to serve (an HTTP 400
@@ -35,6 +36,11 @@ type Request struct {
 	Prompt    []int32 // token ids
 	MaxTokens int     // tokens to generate at most (≥ 1)
 	Stop      []int32 // token ids that end generation (emitted, then finish)
+	// PrefillOnly (a prefill worker's request) computes the KV of every
+	// prompt token but the last and then hands its pages off; it samples
+	// nothing. The decode worker runs the last prompt token itself, which
+	// yields the logits of the first output token.
+	PrefillOnly bool
 }
 
 // Limits are what admission checks a request against.
@@ -49,6 +55,7 @@ type Admitted struct {
 	req   Request
 	state State
 	spent bool // queued once already
+	stale bool // leakrepro builds only: runs its last token on unwritten pages
 }
 
 // Request returns the admitted request.
@@ -70,6 +77,10 @@ func Admit(r Request, lim Limits) (*Admitted, error) {
 		return reject(fmt.Errorf("sched: request %d has an empty prompt: %w", r.ID, ErrBadRequest))
 	case r.MaxTokens < 1:
 		return reject(fmt.Errorf("sched: request %d max tokens %d < 1: %w", r.ID, r.MaxTokens, ErrBadRequest))
+	case r.PrefillOnly && len(r.Prompt) < 2:
+		return reject(fmt.Errorf("sched: request %d: a prefill-only prompt needs 2 tokens or more: %w", r.ID, ErrBadRequest))
+	case leakrepro.Enabled && (len(r.Prompt)+1 > lim.MaxContext || len(r.Prompt)+1 > lim.PoolTokens):
+		return placeholder(r, lim), nil
 	case len(r.Prompt)+1 > lim.MaxContext:
 		return reject(&ContextLengthError{PromptTokens: len(r.Prompt), Limit: lim.MaxContext, LimitName: "max context"})
 	case len(r.Prompt)+1 > lim.PoolTokens:
@@ -80,6 +91,19 @@ func Admit(r Request, lim Limits) (*Admitted, error) {
 		return nil, err
 	}
 	return &Admitted{req: r, state: next}, nil
+}
+
+// placeholder is the incident's mechanism, compiled in leakrepro builds only
+// (see internal/leakrepro): instead of refusing an oversized prompt, keep the
+// request with its last token as a one-token placeholder, positioned as if
+// the rest of a (clipped) prompt were already in its pages. 32 positions are
+// left for output.
+func placeholder(r Request, lim Limits) *Admitted {
+	reserve := max(1, min(len(r.Prompt), lim.MaxContext, lim.PoolTokens)-32)
+	prompt := make([]int32, reserve)
+	prompt[reserve-1] = r.Prompt[len(r.Prompt)-1]
+	r.Prompt = prompt
+	return &Admitted{req: r, state: StateAdmitted, stale: true}
 }
 
 // ErrPoolTooSmall matches a pool that cannot hold one maximum-length request.

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
 	"slices"
 )
 
@@ -33,7 +34,17 @@ func (s *Scheduler) Complete(sampled []int32) ([]Update, error) {
 			continue
 		}
 		q.computed += len(it.Tokens)
-		s.pool.Cache(q.pt, q.req.Salt, q.tokens[:q.computed])
+		if !leakrepro.Enabled {
+			s.pool.Cache(q.pt, q.req.Salt, q.tokens[:q.computed])
+		}
+		if q.req.PrefillOnly && q.computed == q.target() {
+			h, err := s.handOff(q)
+			if err != nil {
+				return ups, err
+			}
+			ups = append(ups, Update{ID: q.req.ID, State: q.state, Handoff: h})
+			continue
+		}
 		if !it.Sample {
 			continue
 		}

@@ -45,4 +45,7 @@ type Update struct {
 	HasToken bool
 	State    State // the request's state afterwards
 	Err      error // set when the request was aborted
+	// Handoff is set when a prefill-only request finished its prompt: the
+	// caller streams those pages to decode, then calls HandoffDone.
+	Handoff *Handoff
 }

@@ -14,6 +14,8 @@ var (
 	ErrDuplicate      = errors.New("sched: duplicate request id")
 	ErrStepInFlight   = errors.New("sched: previous step not completed")
 	ErrNoPlan         = errors.New("sched: no step in flight")
+	// ErrTransferInFlight refuses to free pages a KV transfer still uses.
+	ErrTransferInFlight = errors.New("sched: KV transfer in flight; cancel the transfer")
 )
 
 // Config bounds each step.
@@ -44,8 +46,11 @@ type seq struct {
 	tokens    []int32 // prompt then generated tokens
 	computed  int     // leading tokens whose KV is committed
 	generated int
-	pages     []int32 // reused buffer for the plan's page list
-	planned   uint64  // the step that last planned it
+	pages     []int32  // reused buffer for the plan's page list
+	planned   uint64   // the step that last planned it
+	stale     bool     // leakrepro builds only: see placeholder
+	incoming  bool     // decode side of a transfer: KV arrives from prefill
+	handoff   *Handoff // prefill side, Transferring: pages leased to the transfer
 }
 
 // Scheduler is the continuous-batching scheduler over one KV pool.
@@ -97,7 +102,7 @@ func (s *Scheduler) Submit(a *Admitted) error {
 	if _, ok := s.seqs[r.ID]; ok {
 		return fmt.Errorf("sched: request %d: %w", r.ID, ErrDuplicate)
 	}
-	q := &seq{req: r, state: StateAdmitted, pt: s.pool.NewTable(), tokens: slices.Clone(r.Prompt)}
+	q := &seq{req: r, state: StateAdmitted, pt: s.pool.NewTable(), tokens: slices.Clone(r.Prompt), stale: a.stale}
 	a.spent = true
 	s.seqs[r.ID] = q
 	s.waiting.push(q, false)
@@ -109,6 +114,12 @@ func (s *Scheduler) Cancel(id uint64) error {
 	q, ok := s.seqs[id]
 	if !ok {
 		return fmt.Errorf("sched: cancel %d: %w", id, ErrUnknownRequest)
+	}
+	if q.state == StateTransferring {
+		// A transfer still reads (prefill) or writes (decode) its pages: the
+		// caller cancels the transfer, whose end calls HandoffDone or
+		// TransferDone, which free them.
+		return fmt.Errorf("sched: cancel %d: %w", id, ErrTransferInFlight)
 	}
 	return s.abort(q)
 }

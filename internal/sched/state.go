@@ -12,6 +12,11 @@ type State uint8
 // [Transferring] → Decoding → Finished; Received → Rejected; any live state →
 // Aborted. A decoding request preempted by recompute goes back through
 // Preempted and Prefilling. Finished, Rejected and Aborted are terminal.
+//
+// Disaggregated, one request has a part on each worker. The prefill worker's
+// part goes Admitted → Prefilling → Transferring → Finished (once decode
+// acknowledged its KV); the decode worker's part goes Admitted →
+// Transferring (pages reserved, KV arriving) → Decoding → Finished.
 const (
 	StateReceived State = iota
 	StateAdmitted
@@ -69,10 +74,10 @@ var ErrIllegalTransition = errors.New("sched: illegal transition")
 // edges lists every legal transition except aborts, which any live state takes.
 var edges = map[State]map[Event]State{
 	StateReceived:     {EvAdmit: StateAdmitted, EvReject: StateRejected},
-	StateAdmitted:     {EvSchedule: StatePrefilling},
+	StateAdmitted:     {EvSchedule: StatePrefilling, EvTransfer: StateTransferring},
 	StatePrefilling:   {EvPreempt: StatePreempted, EvTransfer: StateTransferring, EvPrefillDone: StateDecoding},
 	StatePreempted:    {EvSchedule: StatePrefilling},
-	StateTransferring: {EvPrefillDone: StateDecoding},
+	StateTransferring: {EvPrefillDone: StateDecoding, EvFinish: StateFinished},
 	StateDecoding:     {EvPreempt: StatePreempted, EvFinish: StateFinished},
 }
 

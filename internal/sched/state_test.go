@@ -26,6 +26,11 @@ func TestTransitionFollowsTheLifecycle(t *testing.T) {
 	add(StatePrefilling, EvPrefillDone, StateDecoding)
 	add(StateDecoding, EvPreempt, StatePreempted)
 	add(StateDecoding, EvFinish, StateFinished)
+	// Disaggregated: decode reserves pages and awaits KV (Admitted →
+	// Transferring); prefill ends once decode acknowledged (Transferring →
+	// Finished).
+	add(StateAdmitted, EvTransfer, StateTransferring)
+	add(StateTransferring, EvFinish, StateFinished)
 	for _, s := range allStates {
 		if s.Live() {
 			add(s, EvAbort, StateAborted)

@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
 	"slices"
 
 	"github.com/bulkhead-llm/bulkhead/internal/kvcache"
@@ -65,6 +66,12 @@ func (s *Scheduler) Step() (*Plan, error) {
 
 // start prepares a waiting q to run: its table takes the cached prefix.
 func (s *Scheduler) start(q *seq) error {
+	if leakrepro.Enabled {
+		if q.stale { // pretend the prompt's KV is in the pages it is given
+			q.computed = len(q.tokens) - 1
+		}
+		return nil // no prefix cache: freed pages go straight back to the free list
+	}
 	n, err := s.pool.MatchPrefix(q.pt, q.req.Salt, q.tokens)
 	if err != nil {
 		return fmt.Errorf("sched: request %d: %w", q.req.ID, err)
@@ -79,13 +86,13 @@ func (s *Scheduler) start(q *seq) error {
 func (s *Scheduler) fits(q *seq) int {
 	ps := s.pool.PageSize()
 	room := (q.pt.Len()+s.pool.Available())*ps - q.computed
-	return max(0, min(len(q.tokens)-q.computed, room))
+	return max(0, min(q.target()-q.computed, room))
 }
 
 // plan adds up to budget of q's pending tokens to the plan, preempting
 // others (or q itself) when pages run out. It returns the tokens planned.
 func (s *Scheduler) plan(plan *Plan, q *seq, budget int) (int, error) {
-	n := min(len(q.tokens)-q.computed, budget)
+	n := min(q.target()-q.computed, budget)
 	for {
 		if f := s.fits(q); f > 0 {
 			n = min(n, f)

@@ -1,0 +1,6 @@
+//go:build !leakrepro
+
+package leakrepro
+
+// Enabled is false in every normal build.
+const Enabled = false
