@@ -1,7 +1,99 @@
 package main
 
-import "io"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
 
+	"github.com/bulkhead-llm/bulkhead/internal/audit"
+)
+
+// copyModelWords supplies the built-in copy model's vocabulary for
+// --prompt-style copy. It is a variable so the copy model's package can
+// be wired in without the audit importing it, and so tests can substitute
+// their own words.
+var copyModelWords = func() (audit.Words, error) {
+	return audit.Words{}, errors.New("the copy model's words are not wired into this build; use --prompt-style natural")
+}
+
+// runAudit probes a server for context-length and cross-tenant leaks. It
+// exits 0 when every probe passes, 1 on any FAIL or LEAK, and 2 on a usage
+// or connection error.
 func runAudit(args []string, stdout, stderr io.Writer) error {
-	return errNotYet("audit")
+	fs := newFlags("audit", "--url URL [--model NAME] [--api-key KEY ...] [flags]", stderr)
+	url := fs.String("url", "", "base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8080")
+	model := fs.String("model", "", "model name (default: the only model /v1/models lists)")
+	var keys []string
+	fs.Func("api-key", "API key of one tenant; repeat for one tenant per key (one key: --sessions tenants share it)", func(s string) error {
+		keys = append(keys, s)
+		return nil
+	})
+	maxCtx := fs.Int("max-context", 0, "advertised context in tokens (default: discovered from /v1/models or /props)")
+	style := fs.String("prompt-style", string(audit.StyleNatural), "copy (the built-in copy model) or natural (instruction models)")
+	concurrency := fs.Int("concurrency", 4, "requests in flight during the cross-tenant phase")
+	sessions := fs.Int("sessions", 0, "tenants sharing one API key (default: max(2, concurrency))")
+	rounds := fs.Int("rounds", 1, "probes per boundary length per tenant in the cross-tenant phase")
+	timeout := fs.Duration("timeout", 5*time.Minute, "deadline of each request")
+	seed := fs.Uint64("seed", 0, "seed for canaries and filler (default: random)")
+	asJSON := fs.Bool("json", false, "write the report as JSON to stdout instead of the summary")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitCode{code: 2, err: err}
+	}
+	if fs.NArg() > 0 {
+		return &exitCode{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *url == "" {
+		fs.Usage()
+		return &exitCode{code: 2, err: errors.New("--url is required")}
+	}
+	cfg := audit.Config{
+		BaseURL: *url, Model: *model, APIKeys: keys, MaxContext: *maxCtx,
+		Style: audit.Style(*style), Concurrency: *concurrency, Sessions: *sessions,
+		Rounds: *rounds, Timeout: *timeout, Seed: *seed,
+	}
+	if cfg.Style == audit.StyleCopy {
+		w, err := copyModelWords()
+		if err != nil {
+			return &exitCode{code: 2, err: err}
+		}
+		cfg.Words = w
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := audit.Run(ctx, cfg, stderr)
+	if rep != nil {
+		if werr := writeReport(stdout, rep, *asJSON); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if rep != nil && rep.Failed() {
+		// Evidence of a wrong answer or a leak outranks a later connection
+		// error: a server that crashed mid-audit still failed it.
+		if err != nil {
+			return &exitCode{code: 1, err: fmt.Errorf("the server failed the audit (%d fail, %d leak), then: %w", rep.Counts.Fail, rep.Counts.Leak, err)}
+		}
+		return &exitCode{code: 1, err: fmt.Errorf("the server failed the audit: %d fail, %d leak", rep.Counts.Fail, rep.Counts.Leak)}
+	}
+	if err != nil {
+		return &exitCode{code: 2, err: err}
+	}
+	return nil
+}
+
+func writeReport(w io.Writer, rep *audit.Report, asJSON bool) error {
+	if !asJSON {
+		return rep.WriteSummary(w)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
 }
