@@ -1,0 +1,92 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// func quantizeQ8AVX(x *float32, q *int8, d *float32, nb int)
+// Quantizes nb blocks of 32 floats exactly as quantizeActBlock does: amax,
+// d = amax/127 (0 when amax is 0, NaN or infinite, with all-zero values),
+// q = round-to-nearest-even(x × (1/d)).
+TEXT ·quantizeQ8AVX(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), SI
+	MOVQ         q+8(FP), DI
+	MOVQ         d+16(FP), DX
+	MOVQ         nb+24(FP), CX
+	MOVL         $0x7fffffff, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15          // abs mask
+	MOVL         $0x42fe0000, AX   // 127
+	VMOVD        AX, X14
+	MOVL         $0x3f800000, AX   // 1
+	VMOVD        AX, X13
+	MOVL         $0x7f800000, AX   // +Inf
+	VMOVD        AX, X12
+	MOVL         $0x00000000, AX
+	VMOVD        AX, X11           // 0
+	VMOVDQU      ·permPack+0(SB), Y10
+
+loop:
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      64(SI), Y2
+	VMOVUPS      96(SI), Y3
+	VCMPPS       $3, Y0, Y0, Y4    // unordered: NaN lanes
+	VCMPPS       $3, Y1, Y1, Y5
+	VCMPPS       $3, Y2, Y2, Y6
+	VCMPPS       $3, Y3, Y3, Y7
+	VORPS        Y5, Y4, Y4
+	VORPS        Y7, Y6, Y6
+	VORPS        Y6, Y4, Y4
+	VMOVMSKPS    Y4, AX
+	TESTL        AX, AX
+	JNZ          zero              // a NaN in the block
+	VANDPS       Y15, Y0, Y4
+	VANDPS       Y15, Y1, Y5
+	VANDPS       Y15, Y2, Y6
+	VANDPS       Y15, Y3, Y7
+	VMAXPS       Y5, Y4, Y4
+	VMAXPS       Y7, Y6, Y6
+	VMAXPS       Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VMAXPS       X5, X4, X4
+	VMOVHLPS     X4, X4, X5
+	VMAXPS       X5, X4, X4
+	VMOVSHDUP    X4, X5
+	VMAXSS       X5, X4, X4        // amax
+	VDIVSS       X14, X4, X4       // d = amax / 127
+	VUCOMISS     X11, X4
+	JEQ          zero              // d == 0, or d is NaN
+	VUCOMISS     X12, X4
+	JEQ          zero              // d == +Inf
+	VDIVSS       X4, X13, X5       // id = 1 / d
+	VUCOMISS     X12, X5
+	JEQ          zero              // d so small that 1/d overflows
+	VBROADCASTSS X5, Y5
+	VMULPS       Y5, Y0, Y0
+	VMULPS       Y5, Y1, Y1
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y5, Y3, Y3
+	VCVTPS2DQ    Y0, Y0
+	VCVTPS2DQ    Y1, Y1
+	VCVTPS2DQ    Y2, Y2
+	VCVTPS2DQ    Y3, Y3
+	VPACKSSDW    Y1, Y0, Y0
+	VPACKSSDW    Y3, Y2, Y2
+	VPACKSSWB    Y2, Y0, Y0
+	VPERMD       Y0, Y10, Y0
+	VMOVDQU      Y0, (DI)
+	VMOVSS       X4, (DX)
+	JMP          next
+
+zero:
+	VPXOR   Y0, Y0, Y0
+	VMOVDQU Y0, (DI)
+	VMOVSS  X11, (DX)
+
+next:
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+	RET

@@ -1,0 +1,47 @@
+// Package kernels holds bulkhead's CPU compute kernels: matrix–vector and
+// matrix–matrix products over GGML weight encodings (F32, F16, BF16, Q8_0,
+// Q4_0, Q4_K, Q6_K), the small vector operations of a Llama layer, and the
+// F16 conversions of the KV cache.
+//
+// Every operation has a pure-Go reference. On amd64 CPUs with AVX2, FMA and
+// F16C a Go-assembly fast path is chosen once, at package initialisation;
+// other machines run the reference.
+//
+// Batch invariance (DESIGN.md I8) is built into the arithmetic, not checked
+// after the fact. The reduction order of one (row, token) dot product is
+// fixed by a single definition shared by both paths:
+//
+//   - Products are accumulated into eight float32 lanes with fused
+//     multiply-adds. For float weights lane l takes elements l, l+8, l+16, ….
+//     For Q8_0/Q4_0, per 32-value block, lane l takes the exact integer sum
+//     of elements 4l..4l+3 times d_w×d_x. For Q4_K/Q6_K, per 256-value
+//     super-block, lane l takes the exact integer sum over the eight
+//     32-value groups of (sub-block scale × elements 4l..4l+3) times d×d_x,
+//     and the min/offset term goes to one scalar accumulator subtracted at
+//     the end (dotKRef).
+//   - The eight lanes are then summed pairwise in one fixed tree
+//     ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), and any columns left over past a
+//     multiple of eight are added one by one with fused multiply-adds.
+//   - Quantized weights are multiplied with the activation quantized per
+//     token to int8 blocks (d = max|x|/127 in float32, values rounded half
+//     to even; one scale per 32 values for Q8_0/Q4_0, per 256 for the
+//     K-quants); integer sums are exact, so only the float steps above
+//     carry rounding.
+//
+// The reference emulates a correctly rounded float32 fused multiply-add
+// (fma32), so the assembly and the reference agree bit for bit — no
+// tolerances anywhere — and a (row, token) result does not depend on the
+// batch it ran in, its position there, the tile shape that computed it
+// (8, 4 or 1 tokens; 2 or 4 rows) or the number of threads.
+//
+// Softmax and SwiGLU use exp32, a float32 exponential (Cephes polynomial,
+// within a few ulps of e^x) whose vector form is likewise bit-identical to
+// the scalar one.
+//
+// Files: blocks.go (GGML block layouts, Matrix, dequantization),
+// quantize.go (encoders), activation.go (per-token int8 activations),
+// dot_ref.go (the reference dot products), ops.go and exp.go (vector
+// operations), pool.go and matmul.go (threads and MatMul); *_amd64.s the
+// assembly, rows*_amd64.go its tiling, cpu_amd64.go the one-time choice.
+// Build with -tags noasm to run the reference on amd64.
+package kernels

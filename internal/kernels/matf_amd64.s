@@ -1,0 +1,218 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Dot products of F16, F32 and BF16 weight rows with float32 tokens: eight
+// lanes of fused multiply-adds over n (a multiple of 8) columns, then the
+// fixed horizontal sum — dotFloatRef step for step.
+
+#define HSUM8(Y, X, TX) \
+	VEXTRACTF128 $1, Y, TX \
+	VADDPS       TX, X, X  \
+	VMOVHLPS     X, X, TX  \
+	VADDPS       TX, X, X  \
+	VMOVSHDUP    X, TX     \
+	VADDSS       TX, X, X
+
+#define LOADF16(ADDR, DST) VCVTPH2PS ADDR, DST
+#define LOADF32(ADDR, DST) VMOVUPS ADDR, DST
+#define LOADBF16(ADDR, DST) \
+	VPMOVZXWD ADDR, DST \
+	VPSLLD    $16, DST, DST
+
+#define DOT1(NAME, LOAD, WSTEP) \
+TEXT NAME(SB), NOSPLIT, $0-28 \
+	MOVQ   w+0(FP), SI        \
+	MOVQ   x+8(FP), R8        \
+	MOVQ   n+16(FP), CX       \
+	VXORPS Y8, Y8, Y8         \
+	VXORPS Y9, Y9, Y9         \
+	SHRQ   $3, CX             \
+	JZ     done               \
+loop:                         \
+	LOAD((SI), Y0)                  \
+	VFMADD231PS (R8), Y0, Y8  \
+	ADDQ   $WSTEP, SI         \
+	ADDQ   $32, R8            \
+	DECQ   CX                 \
+	JNZ    loop               \
+done:                         \
+	HSUM8(Y8, X8, X0)         \
+	MOVSS  X8, ret+24(FP)     \
+	VZEROUPPER                \
+	RET
+
+// Four tokens at x + t*xstride (bytes); out[t] gets token t's result.
+#define DOT4(NAME, LOAD, WSTEP) \
+TEXT NAME(SB), NOSPLIT, $0-40 \
+	MOVQ   w+0(FP), SI               \
+	MOVQ   x+8(FP), R8               \
+	MOVQ   n+16(FP), CX              \
+	MOVQ   xstride+24(FP), R9        \
+	MOVQ   out+32(FP), DI            \
+	LEAQ   (R9)(R9*2), R11           \
+	VXORPS Y8, Y8, Y8                \
+	VXORPS Y9, Y9, Y9                \
+	VXORPS Y10, Y10, Y10             \
+	VXORPS Y11, Y11, Y11             \
+	SHRQ   $3, CX                    \
+	JZ     done                      \
+loop:                                \
+	LOAD((SI), Y0)                         \
+	VFMADD231PS (R8), Y0, Y8         \
+	VFMADD231PS (R8)(R9*1), Y0, Y9   \
+	VFMADD231PS (R8)(R9*2), Y0, Y10  \
+	VFMADD231PS (R8)(R11*1), Y0, Y11 \
+	ADDQ   $WSTEP, SI                \
+	ADDQ   $32, R8                   \
+	DECQ   CX                        \
+	JNZ    loop                      \
+done:                                \
+	HSUM8(Y8, X8, X0)                \
+	HSUM8(Y9, X9, X0)                \
+	HSUM8(Y10, X10, X0)              \
+	HSUM8(Y11, X11, X0)              \
+	MOVSS  X8, (DI)                  \
+	MOVSS  X9, 4(DI)                 \
+	MOVSS  X10, 8(DI)                \
+	MOVSS  X11, 12(DI)               \
+	VZEROUPPER                       \
+	RET
+
+// Two rows (w and w+wstride bytes) × four tokens: eight independent
+// accumulator chains, out[4*r+t].
+#define DOT2X4(NAME, LOAD, WSTEP) \
+TEXT NAME(SB), NOSPLIT, $0-48 \
+	MOVQ   w+0(FP), SI                \
+	MOVQ   wstride+8(FP), R10         \
+	MOVQ   x+16(FP), R8               \
+	MOVQ   n+24(FP), CX               \
+	MOVQ   xstride+32(FP), R9         \
+	MOVQ   out+40(FP), DI             \
+	LEAQ   (R9)(R9*2), R11            \
+	VXORPS Y8, Y8, Y8                 \
+	VXORPS Y9, Y9, Y9                 \
+	VXORPS Y10, Y10, Y10              \
+	VXORPS Y11, Y11, Y11              \
+	VXORPS Y12, Y12, Y12              \
+	VXORPS Y13, Y13, Y13              \
+	VXORPS Y14, Y14, Y14              \
+	VXORPS Y15, Y15, Y15              \
+	SHRQ   $3, CX                     \
+	JZ     done                       \
+loop:                                 \
+	LOAD((SI), Y0)                    \
+	LOAD((SI)(R10*1), Y1)             \
+	VMOVUPS (R8), Y2                  \
+	VMOVUPS (R8)(R9*1), Y3            \
+	VMOVUPS (R8)(R9*2), Y4            \
+	VMOVUPS (R8)(R11*1), Y5           \
+	VFMADD231PS Y2, Y0, Y8            \
+	VFMADD231PS Y3, Y0, Y9            \
+	VFMADD231PS Y4, Y0, Y10           \
+	VFMADD231PS Y5, Y0, Y11           \
+	VFMADD231PS Y2, Y1, Y12           \
+	VFMADD231PS Y3, Y1, Y13           \
+	VFMADD231PS Y4, Y1, Y14           \
+	VFMADD231PS Y5, Y1, Y15           \
+	ADDQ   $WSTEP, SI                 \
+	ADDQ   $32, R8                    \
+	DECQ   CX                         \
+	JNZ    loop                       \
+done:                                 \
+	HSUM8(Y8, X8, X0)                 \
+	HSUM8(Y9, X9, X0)                 \
+	HSUM8(Y10, X10, X0)               \
+	HSUM8(Y11, X11, X0)               \
+	HSUM8(Y12, X12, X0)               \
+	HSUM8(Y13, X13, X0)               \
+	HSUM8(Y14, X14, X0)               \
+	HSUM8(Y15, X15, X0)               \
+	MOVSS  X8, (DI)                   \
+	MOVSS  X9, 4(DI)                  \
+	MOVSS  X10, 8(DI)                 \
+	MOVSS  X11, 12(DI)                \
+	MOVSS  X12, 16(DI)                \
+	MOVSS  X13, 20(DI)                \
+	MOVSS  X14, 24(DI)                \
+	MOVSS  X15, 28(DI)                \
+	VZEROUPPER                        \
+	RET
+
+// Four rows (w + r*wstride bytes) × one token, out[r]: four chains for
+// decode.
+#define DOT4X1(NAME, LOAD, WSTEP) \
+TEXT NAME(SB), NOSPLIT, $0-40 \
+	MOVQ   w+0(FP), SI                \
+	MOVQ   wstride+8(FP), R10         \
+	MOVQ   x+16(FP), R8               \
+	MOVQ   n+24(FP), CX               \
+	MOVQ   out+32(FP), DI             \
+	LEAQ   (R10)(R10*2), R11          \
+	VXORPS Y8, Y8, Y8                 \
+	VXORPS Y9, Y9, Y9                 \
+	VXORPS Y10, Y10, Y10              \
+	VXORPS Y11, Y11, Y11              \
+	SHRQ   $3, CX                     \
+	JZ     done                       \
+loop:                                 \
+	VMOVUPS (R8), Y4                  \
+	LOAD((SI), Y0)                    \
+	LOAD((SI)(R10*1), Y1)             \
+	LOAD((SI)(R10*2), Y2)             \
+	LOAD((SI)(R11*1), Y3)             \
+	VFMADD231PS Y4, Y0, Y8            \
+	VFMADD231PS Y4, Y1, Y9            \
+	VFMADD231PS Y4, Y2, Y10           \
+	VFMADD231PS Y4, Y3, Y11           \
+	ADDQ   $WSTEP, SI                 \
+	ADDQ   $32, R8                    \
+	DECQ   CX                         \
+	JNZ    loop                       \
+done:                                 \
+	HSUM8(Y8, X8, X0)                 \
+	HSUM8(Y9, X9, X0)                 \
+	HSUM8(Y10, X10, X0)               \
+	HSUM8(Y11, X11, X0)               \
+	MOVSS  X8, (DI)                   \
+	MOVSS  X9, 4(DI)                  \
+	MOVSS  X10, 8(DI)                 \
+	MOVSS  X11, 12(DI)                \
+	VZEROUPPER                        \
+	RET
+
+// func f16Dot1(w *byte, x *float32, n int) float32
+DOT1(·f16Dot1, LOADF16, 16)
+
+// func f32Dot1(w *byte, x *float32, n int) float32
+DOT1(·f32Dot1, LOADF32, 32)
+
+// func bf16Dot1(w *byte, x *float32, n int) float32
+DOT1(·bf16Dot1, LOADBF16, 16)
+
+// func f16Dot4(w *byte, x *float32, n, xstride int, out *float32)
+DOT4(·f16Dot4, LOADF16, 16)
+
+// func f32Dot4(w *byte, x *float32, n, xstride int, out *float32)
+DOT4(·f32Dot4, LOADF32, 32)
+
+// func bf16Dot4(w *byte, x *float32, n, xstride int, out *float32)
+DOT4(·bf16Dot4, LOADBF16, 16)
+
+// func f16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+DOT2X4(·f16Dot2x4, LOADF16, 16)
+
+// func f32Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+DOT2X4(·f32Dot2x4, LOADF32, 32)
+
+// func bf16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+DOT2X4(·bf16Dot2x4, LOADBF16, 16)
+
+// func f16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+DOT4X1(·f16Dot4x1, LOADF16, 16)
+
+// func f32Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+DOT4X1(·f32Dot4x1, LOADF32, 32)
+
+// func bf16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+DOT4X1(·bf16Dot4x1, LOADBF16, 16)

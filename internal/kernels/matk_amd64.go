@@ -1,0 +1,127 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import (
+	"encoding/binary"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+)
+
+//go:noescape
+func q4kDot(w *byte, scl *int16, xq *int8, xd *float32, bs *int16, nsb int) float32
+
+//go:noescape
+func q6kDot(w *byte, scl *int16, xq *int8, xd *float32, bs *int16, nsb int) float32
+
+//go:noescape
+func q4kUnpack(w *byte, nsb int, q *byte)
+
+//go:noescape
+func q6kUnpack(w *byte, nsb int, q *byte)
+
+//go:noescape
+func kDotU(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
+
+// kScales writes the 32 int16 per super-block that q4kDot/q6kDot read (see
+// matk_amd64.s) for one encoded row.
+func kScales(t gguf.Type, row []byte, scl []int16) {
+	le := binary.LittleEndian
+	if t == gguf.Q4_K {
+		for b := 0; b < len(row)/144; b++ {
+			s := row[144*b+q4kOffScales:]
+			a, m, c := le.Uint32(s), le.Uint32(s[4:]), le.Uint32(s[8:])
+			sc03, mn03 := a&0x3f3f3f3f, m&0x3f3f3f3f
+			sc47 := c&0x0f0f0f0f | (a>>6&0x03030303)<<4
+			mn47 := c>>4&0x0f0f0f0f | (m>>6&0x03030303)<<4
+			o := scl[32*b : 32*b+32]
+			for j := 0; j < 4; j++ {
+				o[j] = int16(sc03 >> (8 * j) & 0xff)
+				o[j+4] = int16(sc47 >> (8 * j) & 0xff)
+				lo, hi := int16(mn03>>(8*j)&0xff), int16(mn47>>(8*j)&0xff)
+				o[16+2*j], o[17+2*j] = lo, lo
+				o[24+2*j], o[25+2*j] = hi, hi
+			}
+		}
+		return
+	}
+	for b := 0; b < len(row)/210; b++ {
+		s := row[210*b+q6kOffScales:]
+		o := scl[32*b : 32*b+32]
+		for j := 0; j < 16; j++ {
+			v := int16(int8(s[j]))
+			o[j], o[16+j] = v, 32*v
+		}
+	}
+}
+
+// rowsK computes Q4_K/Q6_K rows [r0,r1). A single token uses the fused
+// kernels; a batch unpacks each row once (values, scale vectors, factors)
+// and meets it with every token through kDotU.
+func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	if a.batch == 1 {
+		rowsKFused(out, m, a, r0, r1)
+		return
+	}
+	nsb := a.cols / 256
+	rb := m.rowBytes()
+	scl := make([]int16, 32*nsb)
+	q := make([]byte, 256*nsb)
+	sv := make([]int16, 128*nsb)
+	mins := make([]int16, 16*nsb)
+	dv := make([]float32, 2*nsb)
+	for r := r0; r < r1; r++ {
+		row := m.Data[r*rb : (r+1)*rb]
+		kScales(m.Type, row, scl)
+		if m.Type == gguf.Q4_K {
+			q4kUnpack(&row[0], nsb, &q[0])
+		} else {
+			q6kUnpack(&row[0], nsb, &q[0])
+		}
+		for b := 0; b < nsb; b++ {
+			s := scl[32*b : 32*b+32]
+			v := sv[128*b : 128*b+128]
+			for g := 0; g < 8; g++ {
+				lo, hi := s[g], s[g]
+				if m.Type == gguf.Q6_K {
+					lo, hi = s[2*g], s[2*g+1]
+				}
+				for l := 0; l < 8; l++ {
+					v[16*g+l], v[16*g+8+l] = lo, hi
+				}
+			}
+			copy(mins[16*b:16*b+16], s[16:32])
+			if m.Type == gguf.Q4_K {
+				dv[2*b], dv[2*b+1] = f16At(row, 144*b), f16At(row, 144*b+2)
+			} else {
+				d := f16At(row, 210*b+q6kOffD)
+				dv[2*b], dv[2*b+1] = d, d
+			}
+		}
+		for t := 0; t < a.batch; t++ {
+			out[t*m.Rows+r] = kDotU(&q[0], &sv[0], &mins[0], &dv[0],
+				&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
+		}
+	}
+}
+
+// rowsKFused computes rows [r0,r1) for one token with q4kDot/q6kDot,
+// which unpack as they go.
+func rowsKFused(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	nsb := a.cols / 256
+	rb := m.rowBytes()
+	var buf [32 * 64]int16 // rows up to 16384 columns without allocating
+	scl := buf[:]
+	if nsb > 64 {
+		scl = make([]int16, 32*nsb)
+	}
+	for r := r0; r < r1; r++ {
+		kScales(m.Type, m.Data[r*rb:(r+1)*rb], scl)
+		w, xq, xd, bs := &m.Data[r*rb], &a.qs[0], &a.d[0], &a.bsum[0]
+		if m.Type == gguf.Q4_K {
+			out[r] = q4kDot(w, &scl[0], xq, xd, bs, nsb)
+		} else {
+			out[r] = q6kDot(w, &scl[0], xq, xd, bs, nsb)
+		}
+	}
+}

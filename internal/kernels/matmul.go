@@ -1,0 +1,47 @@
+package kernels
+
+// MatMul computes out[b*m.Rows+r] = Σ_c W[r,c]·x[b*m.Cols+c] for b in
+// [0,batch), sharing rows across the pool.
+//
+// Each (row, token) result is bit-identical whatever the batch, the token's
+// position in it, the thread count, and whether the fast or the reference
+// kernel computed it (see the package comment). m must be valid (NewMatrix),
+// len(x) >= batch*m.Cols and len(out) >= batch*m.Rows.
+func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
+	if batch <= 0 || m.Rows == 0 {
+		return
+	}
+	a := prepareActivation(m.Type, x, batch, m.Cols, p)
+	defer actPool.Put(a)
+	kern := impl.rows(m.Type, m.Cols)
+	out = out[:batch*m.Rows]
+	// Chunks of rows small enough for dynamic load balancing and for the
+	// chunk's weights to stay in cache while every token tile passes over it.
+	chunk := rowChunk(m, p.threads)
+	n := (m.Rows + chunk - 1) / chunk
+	p.Parallel(n, func(i int) {
+		kern(out, m, a, i*chunk, min(m.Rows, (i+1)*chunk))
+	})
+}
+
+// rowChunk picks the rows per work item: about 32 KiB of weights, at least
+// four items per thread when the matrix allows.
+func rowChunk(m *Matrix, threads int) int {
+	rb := max(1, m.rowBytes())
+	c := max(1, (32<<10)/rb)
+	if per := m.Rows / (4 * threads); per >= 1 {
+		c = min(c, per)
+	}
+	return max(1, c)
+}
+
+// MatMulRef is MatMul computed by the pure-Go reference on the calling
+// goroutine.
+func MatMulRef(out []float32, m *Matrix, x []float32, batch int) {
+	if batch <= 0 || m.Rows == 0 {
+		return
+	}
+	a := prepareActivation(m.Type, x, batch, m.Cols, nil)
+	defer actPool.Put(a)
+	rowsRef(out[:batch*m.Rows], m, a, 0, m.Rows)
+}

@@ -1,0 +1,138 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import "github.com/bulkhead-llm/bulkhead/internal/gguf"
+
+//go:noescape
+func f16Dot1(w *byte, x *float32, n int) float32
+
+//go:noescape
+func f16Dot4(w *byte, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func f16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func f16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+
+//go:noescape
+func f32Dot1(w *byte, x *float32, n int) float32
+
+//go:noescape
+func f32Dot4(w *byte, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func f32Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func f32Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+
+//go:noescape
+func bf16Dot1(w *byte, x *float32, n int) float32
+
+//go:noescape
+func bf16Dot4(w *byte, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func bf16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func bf16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+
+// The kernels are called directly (not through function values) so that
+// escape analysis keeps the result arrays on the stack.
+
+func fTile1(t gguf.Type, w *byte, x *float32, n int) float32 {
+	switch t {
+	case gguf.F16:
+		return f16Dot1(w, x, n)
+	case gguf.BF16:
+		return bf16Dot1(w, x, n)
+	}
+	return f32Dot1(w, x, n)
+}
+
+func fTile4(t gguf.Type, w *byte, x *float32, n, xstride int, out *float32) {
+	switch t {
+	case gguf.F16:
+		f16Dot4(w, x, n, xstride, out)
+	case gguf.BF16:
+		bf16Dot4(w, x, n, xstride, out)
+	default:
+		f32Dot4(w, x, n, xstride, out)
+	}
+}
+
+func fTile2x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out *float32) {
+	switch t {
+	case gguf.F16:
+		f16Dot2x4(w, wstride, x, n, xstride, out)
+	case gguf.BF16:
+		bf16Dot2x4(w, wstride, x, n, xstride, out)
+	default:
+		f32Dot2x4(w, wstride, x, n, xstride, out)
+	}
+}
+
+func fTile4x1(t gguf.Type, w *byte, wstride int, x *float32, n int, out *float32) {
+	switch t {
+	case gguf.F16:
+		f16Dot4x1(w, wstride, x, n, out)
+	case gguf.BF16:
+		bf16Dot4x1(w, wstride, x, n, out)
+	default:
+		f32Dot4x1(w, wstride, x, n, out)
+	}
+}
+
+// rowsFloat covers rows [r0,r1) × all tokens of F16/BF16/F32 weights with
+// the largest tiles that fit — 2 rows × 4 tokens (prefill), 1 × 4, 4 rows ×
+// 1 token (decode), 1 × 1 — all doing the same per-(row, token) operations.
+// Columns past the last multiple of eight are finished as in dotFloatRef.
+func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	n8 := a.cols &^ 7
+	rb := m.rowBytes()
+	put := func(r, b int, s float32) {
+		if n8 != a.cols {
+			w := m.row(r)
+			x := a.x[b*a.cols : (b+1)*a.cols]
+			for i := n8; i < a.cols; i++ {
+				s = fma32(weightAt(m.Type, w, i), x[i], s)
+			}
+		}
+		out[b*m.Rows+r] = s
+	}
+	var res [8]float32
+	b := 0
+	for ; b+tile <= a.batch; b += tile {
+		x := &a.x[b*a.cols]
+		r := r0
+		for ; r+2 <= r1; r += 2 {
+			fTile2x4(m.Type, &m.Data[r*rb], rb, x, n8, 4*a.cols, &res[0])
+			for t := 0; t < tile; t++ {
+				put(r, b+t, res[t])
+				put(r+1, b+t, res[4+t])
+			}
+		}
+		for ; r < r1; r++ {
+			fTile4(m.Type, &m.Data[r*rb], x, n8, 4*a.cols, &res[0])
+			for t := 0; t < tile; t++ {
+				put(r, b+t, res[t])
+			}
+		}
+	}
+	for ; b < a.batch; b++ {
+		x := &a.x[b*a.cols]
+		r := r0
+		for ; r+4 <= r1; r += 4 {
+			fTile4x1(m.Type, &m.Data[r*rb], rb, x, n8, &res[0])
+			for i := 0; i < 4; i++ {
+				put(r+i, b, res[i])
+			}
+		}
+		for ; r < r1; r++ {
+			put(r, b, fTile1(m.Type, &m.Data[r*rb], x, n8))
+		}
+	}
+}
