@@ -5,6 +5,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
 
 // Request is one generation request, already tokenized and authenticated.
@@ -69,6 +71,8 @@ type Event struct {
 	// Err is set on the last event of a failed request (aborted, internal
 	// error, ownership check failure). No token follows an error.
 	Err error
+
+	handoff *sched.Handoff // Prefill's result, inside the engine only
 }
 
 // Finish ends a successful stream.
