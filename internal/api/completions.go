@@ -1,0 +1,119 @@
+package api
+
+import (
+	"net/http"
+	"time"
+)
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	info := infoFrom(r.Context())
+	var req completionRequest
+	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	p, e := req.params(s.cfg.ModelID, s.eng.MaxContext())
+	if e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	prompt, e := s.promptTokens(req.Prompt)
+	if e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID, logprobs: p.logprobs}
+	s.serveGeneration(w, r, prompt, p, "prompt", sh)
+}
+
+// promptTokens tokenizes a text prompt, or range-checks a token-id prompt.
+func (s *Server) promptTokens(pf promptField) ([]int32, *apiError) {
+	if !pf.isIDs {
+		return s.tok.Encode(pf.text, true, true), nil
+	}
+	vs, ok := s.tok.(vocabSizer)
+	if !ok {
+		return nil, invalid("prompt", "unsupported_value", "prompts given as token ids are not supported by this model's tokenizer; send text")
+	}
+	n := vs.VocabSize()
+	for i, id := range pf.tokens {
+		if id < 0 || int(id) >= n {
+			return nil, invalid("prompt", "invalid_value", "prompt token %d at position %d is outside the vocabulary [0, %d)", id, i, n)
+		}
+	}
+	return pf.tokens, nil
+}
+
+// completionShape renders /v1/completions bodies.
+type completionShape struct {
+	s        *Server
+	id       string
+	created  int64
+	model    string
+	logprobs bool
+}
+
+type completionChoice struct {
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
+}
+
+// completionLogprobs is the legacy completions logprobs layout:
+// parallel arrays, top alternatives as token → logprob maps.
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionBody struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usageJSON         `json:"usage,omitempty"`
+}
+
+func (c *completionShape) body(choices []completionChoice, u *usageJSON) completionBody {
+	return completionBody{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices, Usage: u}
+}
+
+func (c *completionShape) lps(tokens []tokenLP) *completionLogprobs {
+	if !c.logprobs {
+		return nil
+	}
+	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
+	for _, t := range tokens {
+		out.Tokens = append(out.Tokens, string(c.s.tok.Piece(t.id)))
+		out.TokenLogprobs = append(out.TokenLogprobs, t.logprob)
+		top := make(map[string]float32, len(t.top))
+		for _, alt := range t.top {
+			top[string(c.s.tok.Piece(alt.Token))] = alt.Logprob
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, t.offset)
+	}
+	return out
+}
+
+func (c *completionShape) first() any { return nil }
+
+func (c *completionShape) delta(ch chunk) any {
+	return c.body([]completionChoice{{Text: ch.text, Logprobs: c.lps(ch.tokens)}}, nil)
+}
+
+func (c *completionShape) final(finish string) any {
+	return c.body([]completionChoice{{FinishReason: &finish}}, nil)
+}
+
+func (c *completionShape) usageChunk(u usageCounts) any {
+	return c.body([]completionChoice{}, u.json())
+}
+
+func (c *completionShape) full(text string, lps []tokenLP, finish string, u usageCounts) any {
+	return c.body([]completionChoice{{Text: text, Logprobs: c.lps(lps), FinishReason: &finish}}, u.json())
+}

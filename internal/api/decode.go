@@ -1,0 +1,179 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// readBody reads a JSON request body of at most limit bytes and decodes it
+// into v. Unknown fields are ignored, as OpenAI does; a field of the wrong
+// type, bad JSON or invalid UTF-8 is a 400 naming the problem.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
+				Message: fmt.Sprintf("request body is larger than the limit of %d bytes", limit), reason: "too_large"}
+		}
+		return invalid("", "invalid_body", "reading request body: %v", err)
+	}
+	return decodeJSON(data, v)
+}
+
+func decodeJSON(data []byte, v any) *apiError {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return invalid("", "invalid_json", "request body is empty; expected a JSON object")
+	}
+	if !utf8.Valid(data) {
+		return invalid("", "invalid_encoding", "request body is not valid UTF-8")
+	}
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return nil
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var fe *fieldError
+	switch {
+	case errors.As(err, &se):
+		return invalid("", "invalid_json", "request body is not valid JSON (at byte %d): %v", se.Offset, se)
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return invalid("", "invalid_json", "request body must be a JSON object, got %s", te.Value)
+		}
+		field := strings.TrimPrefix(te.Field, "commonRequest.") // the embedded struct is not part of the API
+		return invalid(field, "invalid_type", "field %q must be %s, got %s", field, jsonKind(te.Type.String()), te.Value)
+	case errors.As(err, &fe):
+		return invalid(fe.field, "invalid_type", "%s", fe.msg)
+	default:
+		return invalid("", "invalid_json", "request body is not valid JSON: %v", err)
+	}
+}
+
+// jsonKind names a Go type the way a JSON client thinks of it.
+func jsonKind(goType string) string {
+	t := strings.TrimLeft(goType, "*")
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "a boolean"
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+// fieldError reports a union-typed field (stop, prompt, content) holding
+// none of its allowed shapes.
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+// stringList is OpenAI's "string or array of strings" (stop).
+type stringList []string
+
+func (s *stringList) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stringList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return &fieldError{"stop", `field "stop" must be a string or an array of strings`}
+	}
+	*s = many
+	return nil
+}
+
+// promptField is the completions prompt: a string, an array of one string,
+// an array of token ids, or an array of one array of token ids.
+type promptField struct {
+	text   string
+	tokens []int32
+	isIDs  bool
+	set    bool
+}
+
+func (p *promptField) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	p.set = true
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		p.text = s
+		return nil
+	}
+	var ss []string
+	if json.Unmarshal(b, &ss) == nil {
+		if len(ss) != 1 {
+			return &fieldError{"prompt", fmt.Sprintf(`field "prompt" holds %d prompts; this server accepts exactly one per request`, len(ss))}
+		}
+		p.text = ss[0]
+		return nil
+	}
+	var ids []int32
+	if json.Unmarshal(b, &ids) == nil {
+		p.tokens, p.isIDs = ids, true
+		return nil
+	}
+	var idss [][]int32
+	if json.Unmarshal(b, &idss) == nil {
+		if len(idss) != 1 {
+			return &fieldError{"prompt", fmt.Sprintf(`field "prompt" holds %d prompts; this server accepts exactly one per request`, len(idss))}
+		}
+		p.tokens, p.isIDs = idss[0], true
+		return nil
+	}
+	return &fieldError{"prompt", `field "prompt" must be a string, an array of one string, or an array of token ids`}
+}
+
+// messageContent is a chat message's content: a string, null, or an array
+// of {"type":"text","text":...} parts.
+type messageContent string
+
+func (c *messageContent) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*c = ""
+		return nil
+	}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*c = messageContent(s)
+		return nil
+	}
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return &fieldError{"messages", `message "content" must be a string or an array of content parts`}
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" || p.Text == nil {
+			return &fieldError{"messages", fmt.Sprintf(`content part of type %q is not supported; only "text" parts with a "text" string are`, p.Type)}
+		}
+		sb.WriteString(*p.Text)
+	}
+	*c = messageContent(sb.String())
+	return nil
+}

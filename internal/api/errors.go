@@ -1,0 +1,124 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/tenant"
+)
+
+// Error types and codes of the OpenAI error body.
+const (
+	typeInvalidRequest = "invalid_request_error"
+	typeAuthentication = "authentication_error"
+	typeRateLimit      = "rate_limit_error"
+	typeServer         = "server_error"
+
+	codeContextLength = "context_length_exceeded"
+	codeShuttingDown  = "shutting_down"
+)
+
+// apiError is a failure answered with an OpenAI-shaped body:
+// {"error":{"message","type","param","code"}}.
+type apiError struct {
+	Status     int
+	Message    string
+	Type       string
+	Param      string
+	Code       string
+	RetryAfter int    // seconds; sets Retry-After when > 0
+	reason     string // rejection metric label
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func (e *apiError) body() errorBody {
+	d := errorDetail{Message: e.Message, Type: e.Type}
+	if e.Param != "" {
+		d.Param = &e.Param
+	}
+	if e.Code != "" {
+		d.Code = &e.Code
+	}
+	return errorBody{Error: d}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	writeJSON(w, e.Status, e.body())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // only our own types are marshalled; cannot happen
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding response","type":"server_error","param":null,"code":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func invalid(param, code, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: param, Code: code,
+		Message: fmt.Sprintf(format, args...), reason: "invalid_request"}
+}
+
+func unauthorized() *apiError {
+	return &apiError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+		Message: "invalid or missing API key: send it as 'Authorization: Bearer <key>'", reason: "unauthorized"}
+}
+
+func shuttingDown() *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeShuttingDown,
+		Message: "the server is shutting down; retry on another replica", reason: "shutting_down"}
+}
+
+func internalError(requestID string) *apiError {
+	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
+		Message: "internal server error; request id " + requestID, reason: "internal"}
+}
+
+func limitError(le *tenant.LimitError) *apiError {
+	return &apiError{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: le.Reason,
+		Message: le.Error(), RetryAfter: le.RetryAfterSeconds(), reason: le.Reason}
+}
+
+func contextLengthError(param string, cle *engine.ContextLengthError) *apiError {
+	e := invalid(param, codeContextLength, "%s", cle.Error())
+	e.reason = codeContextLength
+	return e
+}
+
+// engineError maps an error from Submit or a stream's Err event. Internal
+// details are logged by the caller, never sent: they might describe state
+// that is not the requester's.
+func engineError(err error, param, requestID string) *apiError {
+	var cle *engine.ContextLengthError
+	switch {
+	case errors.As(err, &cle):
+		return contextLengthError(param, cle)
+	case errors.Is(err, engine.ErrInvalidRequest):
+		return invalid("", "invalid_request", "%v", err)
+	case errors.Is(err, engine.ErrShuttingDown):
+		return shuttingDown()
+	default:
+		return internalError(requestID)
+	}
+}

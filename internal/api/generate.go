@@ -1,0 +1,165 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+)
+
+// tokenLP is one generated token's logprob information.
+type tokenLP struct {
+	id      int32
+	logprob float32
+	top     []engine.TokenLogprob
+	offset  int // byte offset of the token's text in the completion
+}
+
+// chunk is what one engine event produced for the client.
+type chunk struct {
+	text   string
+	tokens []tokenLP
+}
+
+type usageCounts struct {
+	prompt, completion, cached int
+}
+
+type timing struct {
+	arrival, first, last time.Time
+}
+
+// admission is an accepted generation: the engine stream and everything
+// that must be released when it ends.
+type admission struct {
+	events  <-chan engine.Event
+	cancel  context.CancelFunc // aborts the engine request
+	release func()
+	prompt  int
+}
+
+// admit checks limits and the context size, then submits to the engine.
+// Everything here happens before any KV page exists (DESIGN I4).
+func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *genParams, param string) (*admission, *apiError) {
+	maxCtx := s.eng.MaxContext()
+	if len(prompt) == 0 {
+		return nil, invalid(param, "invalid_value", "the prompt is empty")
+	}
+	if len(prompt)+1 > maxCtx {
+		if !leakrepro.Enabled {
+			return nil, contextLengthError(param, &engine.ContextLengthError{PromptTokens: len(prompt), Limit: maxCtx - 1, MaxContext: maxCtx})
+		}
+		// leakrepro builds: pass the oversized prompt on, as the vulnerable
+		// engine did (see internal/leakrepro).
+		p.maxTokens = max(1, min(p.maxTokens, 32))
+	} else {
+		p.fitMaxTokens(len(prompt), maxCtx, s.cfg.DefaultMaxTokens)
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	stopAfter := context.AfterFunc(s.base, cancel)
+	req := engine.Request{
+		ID: info.id, Tenant: info.tenant.ID, CacheSalt: info.tenant.CacheSalt,
+		Prompt: prompt, MaxTokens: p.maxTokens, Sampling: p.sampling,
+		Logprobs: p.logprobs, TopLogprobs: p.topLogprobs, IgnoreEOS: p.ignoreEOS,
+	}
+	events, err := s.eng.Submit(ctx, req)
+	if err != nil {
+		stopAfter()
+		cancel()
+		if !errors.Is(err, engine.ErrShuttingDown) && engineError(err, param, info.id).Status >= 500 {
+			info.log.Error("engine refused request", "err", err)
+		}
+		return nil, engineError(err, param, info.id)
+	}
+	info.promptTokens = len(prompt)
+	return &admission{
+		events: events, cancel: cancel, prompt: len(prompt),
+		release: func() { stopAfter(); cancel() },
+	}, nil
+}
+
+// genResult is how a generation ended.
+type genResult struct {
+	finish    string // "stop" or "length" on success
+	usage     usageCounts
+	err       error // the engine's error event, or the client's write error
+	clientErr bool  // err came from writing to the client
+	timing    timing
+}
+
+// run consumes the engine stream, detokenizes, applies stop strings and
+// hands each piece to emit. It returns once the engine has closed the
+// stream, so the request's pages are released before the handler returns.
+func (s *Server) run(a *admission, p genParams, arrival time.Time, emit func(chunk) error) genResult {
+	res := genResult{usage: usageCounts{prompt: a.prompt}, timing: timing{arrival: arrival}}
+	dec := s.newDecoder()
+	stops := newStopMatcher(p.stop)
+	sent := 0
+	defer func() {
+		a.cancel()
+		for range a.events { // drain: the engine closes the stream once aborted
+		}
+	}()
+	deliver := func(c chunk) bool {
+		if c.text == "" && len(c.tokens) == 0 {
+			return true
+		}
+		sent += len(c.text)
+		if err := emit(c); err != nil {
+			res.err, res.clientErr = err, true
+			return false
+		}
+		return true
+	}
+	for ev := range a.events {
+		now := time.Now()
+		switch {
+		case ev.Err != nil:
+			res.err = ev.Err
+			return res
+		case ev.Finish != nil:
+			res.finish = string(ev.Finish.Reason)
+			res.usage = usageCounts{prompt: ev.Finish.Usage.PromptTokens, completion: ev.Finish.Usage.CompletionTokens,
+				cached: ev.Finish.Usage.CachedTokens}
+			if res.usage.prompt == 0 {
+				res.usage.prompt = a.prompt
+			}
+			tail, stopped := stops.Feed(dec.Flush())
+			if !stopped {
+				tail += stops.Flush()
+			}
+			if stopped {
+				res.finish = string(engine.FinishStop)
+			}
+			deliver(chunk{text: tail})
+			return res
+		}
+		if res.timing.first.IsZero() {
+			res.timing.first = now
+		}
+		res.timing.last = now
+		res.usage.completion++
+		var c chunk
+		if p.logprobs {
+			c.tokens = []tokenLP{{id: ev.Token, logprob: ev.Logprob, top: ev.TopLogprobs, offset: sent}}
+		}
+		if !s.tok.IsEOG(ev.Token) {
+			var stopped bool
+			c.text, stopped = stops.Feed(dec.Add(ev.Token))
+			if stopped {
+				res.finish = string(engine.FinishStop)
+				deliver(c)
+				return res
+			}
+		}
+		if !deliver(c) {
+			return res
+		}
+	}
+	res.err = errors.New("engine closed the stream without a final event")
+	return res
+}

@@ -1,0 +1,194 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// client talks OpenAI-compatible HTTP.
+type client struct {
+	http   *http.Client
+	root   string // server root, without /v1
+	apiKey string
+}
+
+func newClient(cfg Config) *client {
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency + 4}}
+	}
+	root := strings.TrimSuffix(strings.TrimSuffix(cfg.URL, "/"), "/v1")
+	return &client{http: hc, root: root, apiKey: cfg.APIKey}
+}
+
+func (c *client) do(ctx context.Context, method, url string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	return c.http.Do(req)
+}
+
+func (c *client) post(ctx context.Context, url string, body []byte) (*http.Response, error) {
+	return c.do(ctx, http.MethodPost, url, body)
+}
+
+// firstModel asks /v1/models for the served model's id.
+func (c *client) firstModel(ctx context.Context) (string, error) {
+	resp, err := c.do(ctx, http.MethodGet, c.root+"/v1/models", nil)
+	if err != nil {
+		return "", fmt.Errorf("loadgen: listing models: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("loadgen: listing models: HTTP %d: %s", resp.StatusCode, errorMessage(resp.Body))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Data) == 0 {
+		return "", fmt.Errorf("loadgen: listing models: no model in the answer (%v)", err)
+	}
+	return out.Data[0].ID, nil
+}
+
+// result is one request's measurements.
+type result struct {
+	err          error
+	start        time.Time
+	ttft         time.Duration
+	itl          []time.Duration // gaps between content chunks
+	latency      time.Duration
+	promptTokens int // from usage, or the measured prompt length
+	outputTokens int // from usage, or content chunks counted
+}
+
+type completionChoice struct {
+	Text         string  `json:"text"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type completionBody struct {
+	Choices []completionChoice `json:"choices"`
+	Usage   *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// complete sends one completions request and measures it.
+func (c *client) complete(ctx context.Context, cfg Config, model, prompt string) result {
+	req := map[string]any{"model": model, "prompt": prompt, "max_tokens": cfg.OutputLen, "temperature": 0, "stream": cfg.Stream}
+	if cfg.Stream {
+		req["stream_options"] = map[string]any{"include_usage": true}
+	}
+	if cfg.IgnoreEOS {
+		req["ignore_eos"] = true
+	}
+	body, _ := json.Marshal(req)
+	r := result{start: time.Now()}
+	resp, err := c.post(ctx, c.root+"/v1/completions", body)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		r.err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, errorMessage(resp.Body))
+		return r
+	}
+	if !cfg.Stream {
+		var out completionBody
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			r.err = fmt.Errorf("decoding response: %w", err)
+			return r
+		}
+		r.latency = time.Since(r.start)
+		r.ttft = r.latency
+		if out.Usage != nil {
+			r.promptTokens, r.outputTokens = out.Usage.PromptTokens, out.Usage.CompletionTokens
+		}
+		return r
+	}
+	r.err = c.readStream(resp.Body, &r)
+	r.latency = time.Since(r.start)
+	return r
+}
+
+// readStream reads SSE events until [DONE]; an error event or a stream
+// that ends without [DONE] is a failure.
+func (c *client) readStream(body io.Reader, r *result) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	var last time.Time
+	chunks := 0
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		data = strings.TrimSpace(data)
+		if data == "[DONE]" {
+			if r.outputTokens == 0 {
+				r.outputTokens = chunks
+			}
+			return nil
+		}
+		now := time.Now()
+		var ev completionBody
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			return fmt.Errorf("bad stream event: %w", err)
+		}
+		if ev.Error != nil {
+			return fmt.Errorf("error event: %s", ev.Error.Message)
+		}
+		if ev.Usage != nil && ev.Usage.CompletionTokens > 0 {
+			r.promptTokens, r.outputTokens = ev.Usage.PromptTokens, ev.Usage.CompletionTokens
+		}
+		if len(ev.Choices) == 0 || ev.Choices[0].Text == "" {
+			continue
+		}
+		chunks++
+		if last.IsZero() {
+			r.ttft = now.Sub(r.start)
+		} else {
+			r.itl = append(r.itl, now.Sub(last))
+		}
+		last = now
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading stream: %w", err)
+	}
+	return errors.New("stream ended without [DONE]")
+}
+
+// errorMessage extracts an OpenAI error message, or the start of the body.
+func errorMessage(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 4096))
+	var eb struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &eb) == nil && eb.Error.Message != "" {
+		return eb.Error.Message
+	}
+	return strings.TrimSpace(string(b))
+}
