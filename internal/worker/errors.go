@@ -1,0 +1,42 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+)
+
+// EncodeError turns an engine error into a status and a body that DecodeError
+// maps back, so a client error keeps its meaning across the hop.
+func EncodeError(err error) (int, *ErrorBody) {
+	var cl *engine.ContextLengthError
+	switch {
+	case errors.As(err, &cl):
+		return http.StatusBadRequest, &ErrorBody{Message: cl.Error(), Kind: "context_length_exceeded",
+			PromptTokens: cl.PromptTokens, Limit: cl.Limit, MaxContext: cl.MaxContext}
+	case errors.Is(err, engine.ErrInvalidRequest):
+		return http.StatusBadRequest, &ErrorBody{Message: err.Error(), Kind: "invalid_request"}
+	case errors.Is(err, engine.ErrShuttingDown):
+		return http.StatusServiceUnavailable, &ErrorBody{Message: err.Error(), Kind: "shutting_down"}
+	case errors.Is(err, engine.ErrAborted):
+		return http.StatusServiceUnavailable, &ErrorBody{Message: err.Error(), Kind: "aborted"}
+	}
+	return http.StatusInternalServerError, &ErrorBody{Message: err.Error(), Kind: "internal"}
+}
+
+// DecodeError is EncodeError's inverse: the typed engine error for a body.
+func DecodeError(b *ErrorBody) error {
+	switch b.Kind {
+	case "context_length_exceeded":
+		return &engine.ContextLengthError{PromptTokens: b.PromptTokens, Limit: b.Limit, MaxContext: b.MaxContext}
+	case "invalid_request":
+		return fmt.Errorf("%w: %s", engine.ErrInvalidRequest, b.Message)
+	case "shutting_down":
+		return fmt.Errorf("%w: %s", engine.ErrShuttingDown, b.Message)
+	case "aborted":
+		return fmt.Errorf("%w: %s", engine.ErrAborted, b.Message)
+	}
+	return fmt.Errorf("%w: %s", engine.ErrInternal, b.Message)
+}
