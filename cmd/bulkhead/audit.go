@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/audit"
+	"github.com/bulkhead-llm/bulkhead/internal/copymodel"
 )
 
 // copyModelWords supplies the built-in copy model's vocabulary for
@@ -19,7 +22,8 @@ import (
 // be wired in without the audit importing it, and so tests can substitute
 // their own words.
 var copyModelWords = func() (audit.Words, error) {
-	return audit.Words{}, errors.New("the copy model's words are not wired into this build; use --prompt-style natural")
+	w := copymodel.AuditWords()
+	return audit.Words{Key: w.Key, Canary: w.Canary, Filler: w.Filler}, nil
 }
 
 // runAudit probes a server for context-length and cross-tenant leaks. It
@@ -28,6 +32,7 @@ var copyModelWords = func() (audit.Words, error) {
 func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("audit", "--url URL [--model NAME] [--api-key KEY ...] [flags]", stderr)
 	url := fs.String("url", "", "base URL of the OpenAI-compatible server, e.g. http://127.0.0.1:8080")
+	selfCheck := fs.Bool("self-check", false, "start an in-process bulkhead on the built-in copy model with a small pool and audit it (no --url)")
 	model := fs.String("model", "", "model name (default: the only model /v1/models lists)")
 	var keys []string
 	fs.Func("api-key", "API key of one tenant; repeat for one tenant per key (one key: --sessions tenants share it)", func(s string) error {
@@ -35,7 +40,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	maxCtx := fs.Int("max-context", 0, "advertised context in tokens (default: discovered from /v1/models or /props)")
-	style := fs.String("prompt-style", string(audit.StyleNatural), "copy (the built-in copy model) or natural (instruction models)")
+	style := fs.String("prompt-style", "auto", "copy (the built-in copy model), natural (instruction models), or auto: copy when the model is "+copymodel.Name)
 	concurrency := fs.Int("concurrency", 4, "requests in flight during the cross-tenant phase")
 	sessions := fs.Int("sessions", 0, "tenants sharing one API key (default: max(2, concurrency))")
 	rounds := fs.Int("rounds", 1, "probes per boundary length per tenant in the cross-tenant phase")
@@ -51,9 +56,29 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return &exitCode{code: 2, err: fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if *selfCheck {
+		if *url != "" {
+			return &exitCode{code: 2, err: errors.New("--self-check starts its own server: drop --url")}
+		}
+		base, keys2, stopServer, err := startSelfCheckServer(ctx, stderr)
+		if err != nil {
+			return &exitCode{code: 2, err: fmt.Errorf("self-check server: %w", err)}
+		}
+		defer stopServer()
+		*url, *style, *model = base, string(audit.StyleCopy), copymodel.Name
+		keys = keys2
+	}
 	if *url == "" {
 		fs.Usage()
-		return &exitCode{code: 2, err: errors.New("--url is required")}
+		return &exitCode{code: 2, err: errors.New("--url is required (or --self-check)")}
+	}
+	if *style == "auto" {
+		*style = string(audit.StyleNatural)
+		if *model == copymodel.Name || (*model == "" && servesOnly(ctx, *url, keys, copymodel.Name)) {
+			*style = string(audit.StyleCopy)
+		}
 	}
 	cfg := audit.Config{
 		BaseURL: *url, Model: *model, APIKeys: keys, MaxContext: *maxCtx,
@@ -67,8 +92,6 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.Words = w
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	rep, err := audit.Run(ctx, cfg, stderr)
 	if rep != nil {
 		if werr := writeReport(stdout, rep, *asJSON); werr != nil && err == nil {
@@ -96,4 +119,32 @@ func writeReport(w io.Writer, rep *audit.Report, asJSON bool) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
+}
+
+// servesOnly reports whether the server's /v1/models lists exactly the
+// model id, so the audit can pick the copy style by itself.
+func servesOnly(ctx context.Context, base string, keys []string, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/v1/models", nil)
+	if err != nil {
+		return false
+	}
+	if len(keys) > 0 {
+		req.Header.Set("Authorization", "Bearer "+keys[0])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list) != nil {
+		return false
+	}
+	return len(list.Data) == 1 && list.Data[0].ID == id
 }

@@ -1,7 +1,155 @@
 package main
 
-import "io"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+	"github.com/bulkhead-llm/bulkhead/internal/loader"
+	"github.com/bulkhead-llm/bulkhead/internal/model"
+)
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	return errNotYet("bench")
+	if len(args) == 0 {
+		return invalidUsage(errors.New("usage: bulkhead bench kernels|serve [flags]"))
+	}
+	switch args[0] {
+	case "kernels":
+		return runBenchKernels(args[1:], stdout, stderr)
+	case "serve":
+		return errNotYet("bench serve")
+	}
+	return invalidUsage(fmt.Errorf("unknown benchmark %q: want kernels or serve", args[0]))
+}
+
+// kernelsResult is the --json output of bench kernels.
+type kernelsResult struct {
+	PrefillTokensPerS float64 `json:"prefill_tokens_per_s"`
+	DecodeTokensPerS  float64 `json:"decode_tokens_per_s"`
+	DecodeGBPerS      float64 `json:"decode_weight_gb_per_s"`
+	PromptLen         int     `json:"prompt_len"`
+	GenLen            int     `json:"gen_len"`
+	Threads           int     `json:"threads"`
+	Reps              int     `json:"reps"`
+	// CPU seconds (all threads) per token: on a busy machine wall-clock
+	// speed understates the code; threads / these is the speed it would
+	// reach with the cores to itself.
+	PrefillCPUPerToken float64 `json:"prefill_cpu_s_per_token"`
+	DecodeCPUPerToken  float64 `json:"decode_cpu_s_per_token"`
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runBenchKernels measures the forward pass like llama-bench's pp/tg
+// tests: one prompt of --prompt-len random tokens in a single forward
+// (matrix–matrix), and --gen-len single-token decode steps of a sequence
+// that starts empty (llama-bench's tg also starts from an empty context).
+func runBenchKernels(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench kernels", "--model FILE [flags]", stderr)
+	modelPath := fs.String("model", "", "GGUF model file (required)")
+	threads := fs.Int("threads", runtime.NumCPU(), "worker threads")
+	promptLen := fs.Int("prompt-len", 512, "prompt tokens prefilled in one forward")
+	genLen := fs.Int("gen-len", 128, "decode steps of one token")
+	reps := fs.Int("reps", 1, "repetitions; the mean time is reported")
+	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *modelPath == "" {
+		return invalidUsage(errors.New("--model FILE is required"))
+	}
+	if *promptLen < 1 || *genLen < 1 || *reps < 1 {
+		return invalidUsage(fmt.Errorf("--prompt-len %d, --gen-len %d and --reps %d must be ≥ 1", *promptLen, *genLen, *reps))
+	}
+	kvT, err := parseKVType(*kvType)
+	if err != nil {
+		return invalidUsage(err)
+	}
+	lm, err := loader.Load(loader.Options{Path: *modelPath, Threads: *threads, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	m := lm.Model
+	total := max(*promptLen, *genLen)
+	const pageSize = 16
+	kv, err := model.NewSimpleKV(&m.Config, (total+pageSize-1)/pageSize, pageSize, kvT)
+	if err != nil {
+		return err
+	}
+	pages := make([]int32, kv.Pages())
+	for i := range pages {
+		pages[i] = int32(i)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	tokens := make([]int32, total)
+	for i := range tokens {
+		tokens[i] = int32(rng.IntN(m.Config.Vocab))
+	}
+	// Warm-up: touch every weight page once so the first timing does not
+	// include page faults of the memory map.
+	if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[:min(16, *promptLen)], Pages: pages}}); err != nil {
+		return err
+	}
+	var prefill, decode, prefillCPU, decodeCPU time.Duration
+	for r := 0; r < *reps; r++ {
+		start, cpu := time.Now(), processCPU()
+		if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[:*promptLen], Pages: pages}}); err != nil {
+			return err
+		}
+		prefill += time.Since(start)
+		prefillCPU += processCPU() - cpu
+		start, cpu = time.Now(), processCPU()
+		for i := 0; i < *genLen; i++ {
+			if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[i : i+1], Pos: i, Pages: pages}}); err != nil {
+				return err
+			}
+		}
+		decode += time.Since(start)
+		decodeCPU += processCPU() - cpu
+		fmt.Fprintf(stderr, "rep %d/%d done\n", r+1, *reps)
+	}
+	res := kernelsResult{
+		PrefillTokensPerS: float64(*promptLen**reps) / prefill.Seconds(),
+		DecodeTokensPerS:  float64(*genLen**reps) / decode.Seconds(),
+		PromptLen:         *promptLen, GenLen: *genLen, Threads: m.Threads(), Reps: *reps,
+	}
+	res.DecodeGBPerS = float64(m.WeightBytes()) * res.DecodeTokensPerS / 1e9
+	res.PrefillCPUPerToken = prefillCPU.Seconds() / float64(*promptLen**reps)
+	res.DecodeCPUPerToken = decodeCPU.Seconds() / float64(*genLen**reps)
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "model        %s (%s, %d layers, n_embd %d)\n", *modelPath, m.Config.Arch, m.Config.Layers, m.Config.Embd)
+	fmt.Fprintf(stdout, "threads      %d\n", m.Threads())
+	fmt.Fprintf(stdout, "pp%-4d       %.1f tokens/s\n", *promptLen, res.PrefillTokensPerS)
+	fmt.Fprintf(stdout, "tg%-4d       %.1f tokens/s\n", *genLen, res.DecodeTokensPerS)
+	fmt.Fprintf(stdout, "decode reads %.1f MB of weights per token: %.2f GB/s\n", float64(m.WeightBytes())/1e6, res.DecodeGBPerS)
+	fmt.Fprintf(stdout, "cpu time     prefill %.2f ms/token, decode %.2f ms/token (all threads)\n",
+		1e3*res.PrefillCPUPerToken, 1e3*res.DecodeCPUPerToken)
+	return nil
+}
+
+func parseKVType(s string) (gguf.Type, error) {
+	switch s {
+	case "f16":
+		return gguf.F16, nil
+	case "f32":
+		return gguf.F32, nil
+	}
+	return 0, fmt.Errorf("--kv-type %q: want f16 or f32", s)
 }

@@ -1,7 +1,87 @@
 package main
 
-import "io"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+	"github.com/bulkhead-llm/bulkhead/internal/model"
+)
+
+// weightTypes are the --type values mkmodel accepts.
+var weightTypes = map[string]gguf.Type{
+	"f32": gguf.F32, "f16": gguf.F16, "bf16": gguf.BF16,
+	"q8_0": gguf.Q8_0, "q4_0": gguf.Q4_0, "q4_k": gguf.Q4_K, "q6_k": gguf.Q6_K,
+}
 
 func runMkmodel(args []string, stdout, stderr io.Writer) error {
-	return errNotYet("mkmodel")
+	fs := newFlags("mkmodel", "--shape NAME --type TYPE --vocab FILE --out FILE [--seed N]", stderr)
+	shapeName := fs.String("shape", "tiny", "model shape: "+strings.Join(sortedKeys(model.Shapes), ", "))
+	typeName := fs.String("type", "f16", "weight type: "+strings.Join(sortedKeys(weightTypes), ", "))
+	vocabPath := fs.String("vocab", "", "GGUF file whose tokenizer.* metadata is copied (required)")
+	out := fs.String("out", "", "output GGUF path (required); written to a temporary name, then renamed")
+	seed := fs.Uint64("seed", 1, "PRNG seed of the weights")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return invalidUsage(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	sh, ok := model.Shapes[*shapeName]
+	if !ok {
+		return invalidUsage(fmt.Errorf("--shape %q: want one of %s", *shapeName, strings.Join(sortedKeys(model.Shapes), ", ")))
+	}
+	typ, ok := weightTypes[*typeName]
+	if !ok {
+		return invalidUsage(fmt.Errorf("--type %q: want one of %s", *typeName, strings.Join(sortedKeys(weightTypes), ", ")))
+	}
+	if *vocabPath == "" || *out == "" {
+		return invalidUsage(errors.New("--vocab FILE and --out FILE are required"))
+	}
+	start := time.Now()
+	vf, err := gguf.Open(*vocabPath)
+	if err != nil {
+		return err
+	}
+	defer vf.Close()
+	tokens, err := vf.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		return fmt.Errorf("vocab %s: %w", *vocabPath, err)
+	}
+	if sh.Vocab != 0 && sh.Vocab != len(tokens) {
+		fmt.Fprintf(stderr, "shape %s has a %d-token vocabulary; using the %d tokens of %s\n", sh.Name, sh.Vocab, len(tokens), *vocabPath)
+	}
+	sh.Vocab = len(tokens)
+	w := gguf.NewWriter()
+	fmt.Fprintf(stderr, "writing %s: shape %s, %s weights, vocab %d, seed %d\n", *out, sh.Name, typ, sh.Vocab, *seed)
+	if err := model.WriteRandom(w, sh, typ, *seed, func(msg string) { fmt.Fprintln(stderr, "  "+msg) }); err != nil {
+		return err
+	}
+	n := 0
+	for _, kv := range vf.KV {
+		if strings.HasPrefix(kv.Key, "tokenizer.") {
+			if err := w.Set(kv.Key, kv.Value); err != nil {
+				return fmt.Errorf("copying %s: %w", kv.Key, err)
+			}
+			n++
+		}
+	}
+	if err := w.WriteFile(*out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s (%d tokenizer keys copied) in %v\n", *out, n, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

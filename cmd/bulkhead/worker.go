@@ -1,7 +1,77 @@
 package main
 
-import "io"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/loader"
+	"github.com/bulkhead-llm/bulkhead/internal/worker"
+)
 
 func runWorker(args []string, stdout, stderr io.Writer) error {
-	return errNotYet("worker")
+	fs := newFlags("worker", "--role prefill|decode [flags]", stderr)
+	var o serveOptions
+	o.register(fs)
+	role := fs.String("role", "", "prefill or decode (required)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:9001", "address of the worker's HTTP API (for the gateway)")
+	kvListen := fs.String("kv-listen", "127.0.0.1:9101", "decode: address the KV transfer receiver listens on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return &exitCode{2, fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if worker.Role(*role) != worker.Prefill && worker.Role(*role) != worker.Decode {
+		fs.Usage()
+		return &exitCode{2, fmt.Errorf("--role must be prefill or decode, got %q", *role)}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runWorkerProcess(ctx, o, worker.Role(*role), *kvListen, stderr, func(addr, kv string) {
+		fmt.Fprintf(stderr, "bulkhead: %s worker on http://%s (KV %s)\n", *role, addr, kv)
+	})
+}
+
+// runWorkerProcess loads the model, runs the capacity check (I3) and serves
+// the worker API until ctx ends.
+func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvListen string, stderr io.Writer, ready func(addr, kvAddr string)) error {
+	o.pool.KVMemory = int64(o.kvMemory)
+	logger, err := newLogger(o.logLevel, stderr)
+	if err != nil {
+		return &exitCode{2, err}
+	}
+	if err := o.pool.Validate(); err != nil {
+		return &exitCode{2, err}
+	}
+	m, err := loader.Load(loader.Options{Path: o.model, Name: o.name, Threads: o.threads, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	eng, err := m.NewEngine(o.pool, engine.Config{TokenBudget: o.tokenBudget, MaxRunning: o.maxRunning})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	vocab, err := m.VocabGGUF()
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(worker.Config{Role: role, Model: m.Name, ModelDigest: m.Digest,
+		Layers: m.Model.Config.Layers, KVDim: m.Model.Config.KVDim(), Vocab: vocab, KVListen: kvListen, Logger: logger}, eng)
+	if err != nil {
+		return err
+	}
+	info := w.Info()
+	fmt.Fprintf(stderr, "%s worker: KV pool %d tokens in pages of %d, max context %d\n", role, info.PoolTokens, info.PageSize, info.MaxContext)
+	return listenAndServe(ctx, o.listen, w, o.drain, logger, func(addr string) {
+		if ready != nil {
+			ready(addr, info.KVAddr)
+		}
+	})
 }
