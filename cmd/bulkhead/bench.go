@@ -23,7 +23,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	case "kernels":
 		return runBenchKernels(args[1:], stdout, stderr)
 	case "serve":
-		return errNotYet("bench serve")
+		return runBenchServe(args[1:], stdout, stderr)
 	}
 	return invalidUsage(fmt.Errorf("unknown benchmark %q: want kernels or serve", args[0]))
 }
