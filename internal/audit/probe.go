@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 )
@@ -110,9 +111,24 @@ func (p *progress) step(r ProbeResult) {
 		p.bad++
 	}
 	line := fmt.Sprintf("audit: %d probes, %d failed; #%d %s %d tokens -> %s", p.done, p.bad, r.ID, r.Phase, r.Tokens, r.Verdict)
+	if !isTerminal(p.w) { // a log file gets one line per probe, not carriage returns
+		fmt.Fprintln(p.w, line)
+		return
+	}
 	pad := max(0, p.lastLength-len(line))
 	p.lastLength = len(line)
 	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
+}
+
+// isTerminal reports whether w is a character device (an interactive
+// terminal), where a progress line can be redrawn in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *progress) finish() {
