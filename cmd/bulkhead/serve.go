@@ -83,36 +83,47 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 // before anything listens), and serves until ctx ends; then it drains.
 // ready is called with the bound address once the listener is up.
 func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(addr string)) error {
-	o.pool.KVMemory = int64(o.kvMemory)
-	logger, err := newLogger(o.logLevel, stderr)
-	if err != nil {
-		return &exitCode{2, err}
-	}
-	if err := o.pool.Validate(); err != nil {
-		return &exitCode{2, err}
-	}
 	tenants := o.tenants
 	if o.tenantsFile != "" {
+		var err error
 		if tenants, err = tenant.LoadFile(o.tenantsFile); err != nil {
 			return &exitCode{2, err}
 		}
 	}
-	m, err := loader.Load(loader.Options{Path: o.model, Name: o.name, Threads: o.threads, Progress: stderr})
+	m, eng, logger, err := o.startEngine(stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	eng, err := m.NewEngine(o.pool, engine.Config{TokenBudget: o.tokenBudget, MaxRunning: o.maxRunning})
-	if err != nil {
-		return err
-	}
 	defer eng.Close()
-	st := eng.Stats()
-	fmt.Fprintf(stderr, "KV pool: %d pages of %d tokens (%d tokens), max context %d\n",
-		st.PagesTotal, eng.Pool().PageSize(), eng.Pool().Tokens(), eng.MaxContext())
-
 	srv := api.NewServer(api.Config{ModelID: m.Name}, eng, m.Tok, tenants, logger)
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
+}
+
+// startEngine validates the options, loads the model (progress on stderr)
+// and builds its engine; the capacity check (I3) runs here, before anything
+// listens. The caller closes both.
+func (o *serveOptions) startEngine(stderr io.Writer) (*loader.Model, *engine.Engine, *slog.Logger, error) {
+	o.pool.KVMemory = int64(o.kvMemory)
+	logger, err := newLogger(o.logLevel, stderr)
+	if err != nil {
+		return nil, nil, nil, &exitCode{2, err}
+	}
+	if err := o.pool.Validate(); err != nil {
+		return nil, nil, nil, &exitCode{2, err}
+	}
+	m, err := loader.Load(loader.Options{Path: o.model, Name: o.name, Threads: o.threads, Progress: stderr})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	eng, err := m.NewEngine(o.pool, engine.Config{TokenBudget: o.tokenBudget, MaxRunning: o.maxRunning})
+	if err != nil {
+		m.Close()
+		return nil, nil, nil, err
+	}
+	fmt.Fprintf(stderr, "KV pool: %d pages of %d tokens (%d tokens), max context %d\n",
+		eng.Pool().UsablePages(), eng.Pool().PageSize(), eng.Pool().Tokens(), eng.MaxContext())
+	return m, eng, logger, nil
 }
 
 // drainer is an http.Handler that can finish its in-flight work.

@@ -8,8 +8,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/bulkhead-llm/bulkhead/internal/engine"
-	"github.com/bulkhead-llm/bulkhead/internal/loader"
 	"github.com/bulkhead-llm/bulkhead/internal/worker"
 )
 
@@ -40,23 +38,11 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 // runWorkerProcess loads the model, runs the capacity check (I3) and serves
 // the worker API until ctx ends.
 func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvListen string, stderr io.Writer, ready func(addr, kvAddr string)) error {
-	o.pool.KVMemory = int64(o.kvMemory)
-	logger, err := newLogger(o.logLevel, stderr)
-	if err != nil {
-		return &exitCode{2, err}
-	}
-	if err := o.pool.Validate(); err != nil {
-		return &exitCode{2, err}
-	}
-	m, err := loader.Load(loader.Options{Path: o.model, Name: o.name, Threads: o.threads, Progress: stderr})
+	m, eng, logger, err := o.startEngine(stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	eng, err := m.NewEngine(o.pool, engine.Config{TokenBudget: o.tokenBudget, MaxRunning: o.maxRunning})
-	if err != nil {
-		return err
-	}
 	defer eng.Close()
 	vocab, err := m.VocabGGUF()
 	if err != nil {
@@ -68,7 +54,6 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 		return err
 	}
 	info := w.Info()
-	fmt.Fprintf(stderr, "%s worker: KV pool %d tokens in pages of %d, max context %d\n", role, info.PoolTokens, info.PageSize, info.MaxContext)
 	return listenAndServe(ctx, o.listen, w, o.drain, logger, func(addr string) {
 		if ready != nil {
 			ready(addr, info.KVAddr)
