@@ -32,7 +32,7 @@
 // (fma32), so the assembly and the reference agree bit for bit — no
 // tolerances anywhere — and a (row, token) result does not depend on the
 // batch it ran in, its position there, the tile shape that computed it
-// (8, 4 or 1 tokens; 2 or 4 rows) or the number of threads.
+// (8, 4 or 1 tokens; 1 or 2 rows) or the number of threads.
 //
 // Softmax and SwiGLU use exp32, a float32 exponential (Cephes polynomial,
 // within a few ulps of e^x) whose vector form is likewise bit-identical to
@@ -40,8 +40,10 @@
 //
 // Files: blocks.go (GGML block layouts, Matrix, dequantization),
 // quantize.go (encoders), activation.go (per-token int8 activations),
-// dot_ref.go (the reference dot products), ops.go and exp.go (vector
-// operations), pool.go and matmul.go (threads and MatMul); *_amd64.s the
-// assembly, rows*_amd64.go its tiling, cpu_amd64.go the one-time choice.
+// dot_ref.go (the reference dot products), fma.go (fma32, hsum8), ops.go
+// and exp.go (vector operations), f16.go (conversions), pool.go and
+// matmul.go (threads and MatMul), dispatch.go and cpu_*.go (the one-time
+// choice); *_amd64.s the assembly and rows*_amd64.go, matk_amd64.go its
+// tiling.
 // Build with -tags noasm to run the reference on amd64.
 package kernels

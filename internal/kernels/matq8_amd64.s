@@ -286,3 +286,43 @@ DOT8(·q8Dot8, LOAD8Q8, 34)
 
 // func q40Dot8(w *byte, xq *int8, xdT *float32, nb, xqStride int, out *float32)
 DOT8(·q40Dot8, LOAD8Q40, 18)
+
+// func q8DotRows(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
+// One token against rows consecutive Q8_0 rows: out[i] is exactly
+// q8Dot1(w + i*rowBytes, xq, xd, nb) (same instructions per row), but the
+// loop over rows stays in assembly and the weights are prefetched ahead,
+// which matters for decode, where rows are short and memory-bound.
+TEXT ·q8DotRows(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), DI
+	MOVQ rowBytes+8(FP), R9
+	MOVQ rows+16(FP), BX
+	MOVQ xq+24(FP), R10
+	MOVQ xd+32(FP), R11
+	MOVQ nb+40(FP), R12
+	MOVQ out+48(FP), R13
+	ONES16(Y15)
+
+rowloop:
+	MOVQ DI, SI
+	MOVQ R10, R8
+	MOVQ R11, DX
+	MOVQ R12, CX
+	VXORPS Y8, Y8, Y8
+
+blkloop:
+	PREFETCHT0 768(SI)
+	LOADQ8
+	TOKEN((R8), (DX), Y8, Y0, Y1)
+	ADDQ $34, SI
+	ADDQ $32, R8
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  blkloop
+	HSUM8(Y8, X8, X0)
+	MOVSS X8, (R13)
+	ADDQ  $4, R13
+	ADDQ  R9, DI
+	DECQ  BX
+	JNZ   rowloop
+	VZEROUPPER
+	RET

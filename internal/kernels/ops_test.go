@@ -3,7 +3,9 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -211,5 +213,33 @@ func TestSingleThreadPoolIsSafeForConcurrentUse(t *testing.T) {
 				t.Fatalf("task %d out[%d] = %g, want %g", i, j, got[i][j], want[j])
 			}
 		}
+	}
+}
+
+// TestPoolSurvivesParkingAndWaking alternates bursts of tiny jobs (workers
+// spinning) with pauses longer than spinFor (workers parked), checking
+// every job runs every index exactly once, then closes the pool.
+func TestPoolSurvivesParkingAndWaking(t *testing.T) {
+	rounds := 300
+	if short() {
+		rounds = 60
+	}
+	for _, threads := range []int{2, 3} {
+		p := NewPool(threads)
+		for k := 0; k < rounds; k++ {
+			if k%30 == 0 {
+				time.Sleep(2 * spinFor)
+			}
+			n := 1 + k%9
+			var hits [9]atomic.Int32
+			p.Parallel(n, func(i int) { hits[i].Add(1) })
+			for i := 0; i < n; i++ {
+				if h := hits[i].Load(); h != 1 {
+					t.Fatalf("threads %d round %d: index %d ran %d times", threads, k, i, h)
+				}
+			}
+		}
+		p.Close()
+		p.Close() // idempotent
 	}
 }

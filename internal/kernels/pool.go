@@ -4,11 +4,17 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Pool is a fixed set of worker goroutines that share out matrix work. The
 // goroutine calling MatMul or Parallel works too, so a pool of n threads
 // starts n−1 goroutines.
+//
+// Decode runs hundreds of small products per token, each a few
+// microseconds long — shorter than waking a parked goroutine. So after a
+// job a worker keeps polling for the next one for spinFor before it parks;
+// during generation the workers stay hot, and an idle pool sleeps.
 //
 // A pool of one thread runs everything on the caller and may be used by
 // many goroutines at once (for example inside another pool's Parallel
@@ -17,16 +23,24 @@ import (
 type Pool struct {
 	threads int
 	mu      sync.Mutex // one job at a time
-	work    chan *job
-	closed  sync.Once
+
+	seq    atomic.Uint64       // jobs published so far
+	cur    atomic.Pointer[job] // the latest job
+	parked []atomic.Bool       // worker i is (about to be) blocked on wake[i]
+	wake   []chan struct{}     // capacity 1: a pending wake-up
+	closed atomic.Bool
 }
 
-// job is one Parallel call: fn(i) for i in [0,n), items claimed through next.
+// spinFor is how long an idle worker polls for work before parking.
+const spinFor = 200 * time.Microsecond
+
+// job is one Parallel call: fn(i) for i in [0,n), items claimed through
+// next and counted in done when finished.
 type job struct {
 	n    int64
 	next atomic.Int64
+	done atomic.Int64
 	fn   func(i int)
-	wg   sync.WaitGroup
 }
 
 func (j *job) run() {
@@ -36,6 +50,7 @@ func (j *job) run() {
 			return
 		}
 		j.fn(int(i))
+		j.done.Add(1)
 	}
 }
 
@@ -45,20 +60,28 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	p := &Pool{threads: threads, work: make(chan *job)}
-	for i := 1; i < threads; i++ {
-		go func() {
-			for j := range p.work {
-				j.run()
-				j.wg.Done()
-			}
-		}()
+	p := &Pool{threads: threads}
+	p.parked = make([]atomic.Bool, threads-1)
+	p.wake = make([]chan struct{}, threads-1)
+	for i := range p.wake {
+		p.wake[i] = make(chan struct{}, 1)
+		go p.worker(i)
 	}
 	return p
 }
 
 // Close stops the workers. The pool must not be used afterwards.
-func (p *Pool) Close() { p.closed.Do(func() { close(p.work) }) }
+func (p *Pool) Close() {
+	if p.closed.Swap(true) {
+		return
+	}
+	for _, w := range p.wake {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // Threads is the number of threads work is shared across.
 func (p *Pool) Threads() int { return p.threads }
@@ -79,11 +102,61 @@ func (p *Pool) Parallel(n int, fn func(i int)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	j := &job{n: int64(n), fn: fn}
-	helpers := min(p.threads-1, n-1)
-	j.wg.Add(helpers)
-	for i := 0; i < helpers; i++ {
-		p.work <- j
+	p.cur.Store(j)
+	p.seq.Add(1)
+	// A worker sets parked before its last look at seq, and this looks at
+	// parked after publishing seq, so a parked worker is always woken.
+	for i := range p.parked {
+		if p.parked[i].Load() {
+			select {
+			case p.wake[i] <- struct{}{}:
+			default:
+			}
+		}
 	}
 	j.run()
-	j.wg.Wait()
+	for spins := 0; j.done.Load() < j.n; spins++ {
+		if spins&63 == 63 {
+			runtime.Gosched()
+		}
+	}
+}
+
+func (p *Pool) worker(id int) {
+	var seen uint64
+	for {
+		seen = p.waitJob(id, seen)
+		if p.closed.Load() {
+			return
+		}
+		// The latest job; an older one a slow worker missed has already
+		// been finished by others.
+		p.cur.Load().run()
+	}
+}
+
+// waitJob returns the job count once it differs from seen, or when the
+// pool closes: polling for spinFor, then parked on wake[id].
+func (p *Pool) waitJob(id int, seen uint64) uint64 {
+	deadline := time.Now().Add(spinFor)
+	for spins := 1; ; spins++ {
+		if s := p.seq.Load(); s != seen || p.closed.Load() {
+			return s
+		}
+		if spins&127 == 0 {
+			if time.Now().After(deadline) {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	for {
+		p.parked[id].Store(true)
+		if s := p.seq.Load(); s != seen || p.closed.Load() {
+			p.parked[id].Store(false)
+			return s
+		}
+		<-p.wake[id]
+		p.parked[id].Store(false)
+	}
 }

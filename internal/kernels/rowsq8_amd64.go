@@ -11,6 +11,9 @@ func q8Dot1(w *byte, xq *int8, xd *float32, nb int) float32
 func q8Dot4(w *byte, xq *int8, xd *float32, nb, xqStride, xdStride int, out *float32)
 
 //go:noescape
+func q8DotRows(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
+
+//go:noescape
 func q40Dot1(w *byte, xq *int8, xd *float32, nb int) float32
 
 //go:noescape
@@ -85,6 +88,10 @@ func rowsQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	for ; b < a.batch; b++ {
 		xq, xd := &a.qs[b*a.cols], &a.d[b*nb]
+		if m.Type == gguf.Q8_0 && r1 > r0 {
+			q8DotRows(&m.Data[r0*rb], rb, r1-r0, xq, xd, nb, &out[b*m.Rows+r0])
+			continue
+		}
 		for r := r0; r < r1; r++ {
 			out[b*m.Rows+r] = q8Tile1(m.Type, &m.Data[r*rb], xq, xd, nb)
 		}
