@@ -93,6 +93,14 @@ func TestBadRequestsGetStatusAndErrorTypeAndServerKeepsAnswering(t *testing.T) {
 	}
 }
 
+func TestWrongMethodGetsOpenAIShaped405(t *testing.T) {
+	env := newTestEnv(t, apitest.NewFakeEngine(), nil)
+	status, body := env.get(t, "/v1/completions")
+	if status != http.StatusMethodNotAllowed || !strings.Contains(body, `"code":"method_not_allowed"`) {
+		t.Fatalf("%d %s", status, body)
+	}
+}
+
 func TestUnknownFieldsAreIgnored(t *testing.T) {
 	env := newTestEnv(t, apitest.NewFakeEngine(), nil)
 	status, _, body := env.post(t, "/v1/completions", "", `{"prompt":"hi","max_tokens":2,"frobnicate":{"x":[1]},"presence_penalty":0.5}`)

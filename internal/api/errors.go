@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,13 +67,18 @@ func writeError(w http.ResponseWriter, e *apiError) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // only our own types are marshalled; cannot happen
-		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"encoding response","type":"server_error","param":null,"code":null}}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // messages quote "<key>" and prompts; they are JSON, not HTML
+	b := []byte(`{"error":{"message":"encoding response","type":"server_error","param":null,"code":null}}` + "\n")
+	if err := enc.Encode(v); err == nil { // only our own types are marshalled; it cannot fail
+		b = buf.Bytes()
+	} else {
+		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 func invalid(param, code, format string, args ...any) *apiError {

@@ -49,9 +49,14 @@ type testEnv struct {
 
 func newTestEnv(t *testing.T, eng *apitest.FakeEngine, reg *tenant.Registry) *testEnv {
 	t.Helper()
+	return newTestEnvWith(t, eng, apitest.ByteTokenizer{Template: testTemplate}, reg)
+}
+
+func newTestEnvWith(t *testing.T, eng *apitest.FakeEngine, tok Tokenizer, reg *tenant.Registry) *testEnv {
+	t.Helper()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv := NewServer(Config{ModelID: testModel, MaxBodyBytes: 64 << 10}, eng, apitest.ByteTokenizer{Template: testTemplate}, reg, logger)
+	srv := NewServer(Config{ModelID: testModel, MaxBodyBytes: 64 << 10}, eng, tok, reg, logger)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &testEnv{srv: srv, http: hs, eng: eng, logs: logs}

@@ -19,8 +19,8 @@ type Engine interface {
 	Ready() bool
 }
 
-// Tokenizer is what the server needs from the model's tokenizer; wrap an
-// internal/tokenizer one with WrapTokenizer.
+// Tokenizer is what the server needs from the model's tokenizer;
+// *tokenizer.Tokenizer satisfies it.
 type Tokenizer interface {
 	Encode(text string, addSpecial, parseSpecial bool) []int32
 	Decode(ids []int32) string
@@ -28,7 +28,7 @@ type Tokenizer interface {
 	ChatTemplate() string
 	BOS() int32
 	EOS() int32
-	// Piece is the text of one token as it prints mid-stream, for logprobs.
+	// Piece is the raw bytes a token stands for, for logprobs.
 	Piece(id int32) []byte
 	// TokenText is the vocabulary's spelling of a token ("<s>"), which
 	// chat templates receive as bos_token and eos_token.

@@ -16,7 +16,7 @@ import (
 
 // realTokenizer loads the SentencePiece vocabulary of the shared tiny
 // Llama model, or skips.
-func realTokenizer(t *testing.T) Tokenizer {
+func realTokenizer(t *testing.T) *tokenizer.Tokenizer {
 	t.Helper()
 	path := filepath.Join("..", "..", "..", "shared", "testdata", "models", "llama-2-tiny-random.gguf")
 	if _, err := os.Stat(path); err != nil {
@@ -31,15 +31,13 @@ func realTokenizer(t *testing.T) Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return WrapTokenizer(tok)
+	return tok
 }
 
 func TestRealTokenizerStreamsContinuationTextWithLeadingSpace(t *testing.T) {
 	tok := realTokenizer(t)
-	srv := NewServer(Config{ModelID: testModel}, apitest.NewFakeEngine(), tok, nil, discardLogger())
-	env := newTestEnv(t, apitest.NewFakeEngine(), nil)
-	env.http.Config.Handler = srv
-	env.eng = nil
+	// Passed as it is: NewServer must pick the tokenizer's own stream decoder.
+	env := newTestEnvWith(t, apitest.NewFakeEngine(), tok, nil)
 	prompt := "Héllo wörld, 你好 😀"
 	stream := env.client("k").Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
 		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)},

@@ -49,6 +49,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, prompt 
 		return
 	}
 	defer a.release()
+	lease.Charge(a.prompt) // charged up front so parallel requests see it
 
 	var res genResult
 	if p.stream {
@@ -56,7 +57,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, prompt 
 	} else {
 		res = s.respond(w, a, p, info, sh)
 	}
-	lease.Charge(res.usage.prompt + res.usage.completion)
+	lease.Charge(res.usage.completion)
 	info.completionTokens = res.usage.completion
 	s.metrics.finished(t.ID, s.outcome(res, r), res.timing, res.usage)
 }

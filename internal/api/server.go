@@ -11,6 +11,7 @@ import (
 
 	"github.com/bulkhead-llm/bulkhead/internal/chat"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
+	"github.com/bulkhead-llm/bulkhead/internal/tokenizer"
 )
 
 // Config holds the server's settings; zero values take the defaults.
@@ -98,6 +99,9 @@ func NewServer(cfg Config, eng Engine, tok Tokenizer, tenants *tenant.Registry, 
 	if tenants == nil {
 		tenants = tenant.Anonymous()
 	}
+	if t, ok := tok.(*tokenizer.Tokenizer); ok {
+		tok = WrapTokenizer(t)
+	}
 	if tenants.IsAnonymous() {
 		logger.Warn("no tenants file: every request is served as one anonymous tenant without authentication or limits")
 	}
@@ -122,6 +126,12 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/chat/completions", s.authed(s.handleChat))
 	m.HandleFunc("POST /tokenize", s.authed(s.handleTokenize))
 	m.HandleFunc("POST /detokenize", s.authed(s.handleDetokenize))
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/v1/models", "/health", "/ready", "/metrics"} {
+		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
+				Message: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
+		})
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "not_found",
 			Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)})
@@ -133,11 +143,12 @@ func (s *Server) routes() {
 // request_id of every log line) and logs its outcome.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &requestInfo{id: newRequestID(), start: time.Now()}
-	info.log = s.log.With("request_id", info.id)
+	base := s.log.With("request_id", info.id)
+	info.log = base // handlers add the tenant once it is known
 	w.Header().Set("X-Request-Id", info.id)
 	rw := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(rw, r.WithContext(withInfo(r.Context(), info)))
-	info.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rw.status(),
+	base.Info("request", "method", r.Method, "path", r.URL.Path, "status", rw.status(),
 		"tenant", info.tenantID(), "duration_ms", time.Since(info.start).Milliseconds(),
 		"prompt_tokens", info.promptTokens, "completion_tokens", info.completionTokens)
 }

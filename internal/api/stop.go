@@ -23,10 +23,17 @@ func (m *stopMatcher) Feed(text string) (out string, stopped bool) {
 		return text, false
 	}
 	buf := m.held + text
-	cut := -1
+	// The stop string that completes first wins, as if text arrived one
+	// byte at a time; of two completing together, the longer one. So the
+	// result does not depend on how text was split into pieces.
+	cut, end := -1, -1
 	for _, s := range m.stops {
-		if i := strings.Index(buf, s); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+		i := strings.Index(buf, s)
+		if i < 0 {
+			continue
+		}
+		if e := i + len(s); end < 0 || e < end || (e == end && i < cut) {
+			cut, end = i, e
 		}
 	}
 	if cut >= 0 {

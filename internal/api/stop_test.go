@@ -22,6 +22,8 @@ func TestStopMatcherHoldsBackPartialStopAcrossPieces(t *testing.T) {
 		{"partial prefix held then released", []string{"END"}, []string{"xE", "N", "d"}, []string{"x", "", "ENd"}, "xENd"},
 		{"stop split over three pieces", []string{"END"}, []string{"aE", "N", "Dzz"}, []string{"a", "", ""}, "a"},
 		{"earliest of several stops wins", []string{"cd", "b"}, []string{"abcd"}, []string{"a"}, "a"},
+		{"stop completing first wins over one starting earlier", []string{"abcd", "bc"}, []string{"abcd"}, []string{"a"}, "a"},
+		{"of two completing together the longer wins", []string{"b", "ab"}, []string{"xab"}, []string{"x"}, "x"},
 		{"stop inside one piece", []string{"\n\n"}, []string{"line\n\nnext"}, []string{"line"}, "line"},
 	}
 	for _, c := range cases {
@@ -62,12 +64,7 @@ func TestStopMatcherStreamsOnlyPrefixesOfTheFinalText(t *testing.T) {
 		if rapid.Bool().Draw(t, "twoStops") {
 			stops = append(stops, word("stop2", 1))
 		}
-		want := text
-		for _, s := range stops {
-			if i := strings.Index(want, s); i >= 0 {
-				want = want[:i]
-			}
-		}
+		want := firstStopCut(text, stops)
 		m := newStopMatcher(stops)
 		var got strings.Builder
 		rest := text
@@ -89,6 +86,23 @@ func TestStopMatcherStreamsOnlyPrefixesOfTheFinalText(t *testing.T) {
 			t.Fatalf("got %q, want %q (text %q stops %q)", got.String(), want, text, stops)
 		}
 	})
+}
+
+// firstStopCut is the reference: grow the text a byte at a time and cut
+// before the first stop string that appears (the longest if several end there).
+func firstStopCut(text string, stops []string) string {
+	for e := 1; e <= len(text); e++ {
+		cut := -1
+		for _, s := range stops {
+			if strings.HasSuffix(text[:e], s) && (cut < 0 || e-len(s) < cut) {
+				cut = e - len(s)
+			}
+		}
+		if cut >= 0 {
+			return text[:cut]
+		}
+	}
+	return text
 }
 
 // Decoding byte tokens one at a time yields exactly the text, and every

@@ -24,10 +24,10 @@ func (s *Server) newDecoder() StreamDecoder {
 	return newStreamDecoder(s.tok.Decode)
 }
 
-// WrapTokenizer adapts the model's tokenizer to the server's Tokenizer:
-// it streams with the tokenizer's own Decoder (which keeps the leading
-// space of a first SentencePiece token, as continuing text must) and
-// supplies Piece for logprobs.
+// WrapTokenizer adapts the model's tokenizer to the server's Tokenizer so
+// that it streams with the tokenizer's own Decoder, which keeps the leading
+// space of a first SentencePiece token, as continuing text must. NewServer
+// applies it to a *tokenizer.Tokenizer by itself.
 func WrapTokenizer(t *tokenizer.Tokenizer) Tokenizer { return tokenizerAdapter{t} }
 
 type tokenizerAdapter struct{ *tokenizer.Tokenizer }
@@ -39,19 +39,3 @@ var (
 )
 
 func (a tokenizerAdapter) NewStreamDecoder() StreamDecoder { return a.NewDecoder() }
-
-// Piece is the text one token prints when it continues other text (so a
-// SentencePiece "▁Paris" is " Paris"), for logprobs. Bytes of a partial
-// character are returned as they are.
-func (a tokenizerAdapter) Piece(id int32) []byte {
-	if p, ok := any(a.Tokenizer).(interface{ Piece(int32) []byte }); ok {
-		return p.Piece(id)
-	}
-	// Decode drops the SentencePiece space only from the first shown
-	// token, so decode after a token that prints a known text.
-	const anchor = "a"
-	if aid, ok := a.TokenID(anchor); ok {
-		return []byte(a.Decode([]int32{aid, id})[len(anchor):])
-	}
-	return []byte(a.Decode([]int32{id}))
-}

@@ -92,7 +92,8 @@ type FakeEngine struct {
 	mu        sync.Mutex
 	requests  []engine.Request
 	cancelled int
-	// Started receives one value as each stream begins, Done as each ends.
+	// Started receives one value as each stream begins, Done as each ends
+	// (up to 1024 unread).
 	Started chan struct{}
 	Done    chan struct{}
 }
@@ -134,9 +135,9 @@ func (e *FakeEngine) Submit(ctx context.Context, req engine.Request) (<-chan eng
 }
 
 func (e *FakeEngine) stream(ctx context.Context, req engine.Request, ch chan<- engine.Event) {
-	defer func() { e.Done <- struct{}{} }()
+	defer signal(e.Done)
 	defer close(ch)
-	e.Started <- struct{}{}
+	signal(e.Started)
 	abort := func() {
 		e.mu.Lock()
 		e.cancelled++
@@ -194,6 +195,15 @@ func (e *FakeEngine) stream(ctx context.Context, req engine.Request, ch chan<- e
 		reason = engine.FinishStop
 	}
 	send(engine.Event{Finish: &engine.Finish{Reason: reason, Usage: engine.Usage{PromptTokens: len(req.Prompt), CompletionTokens: n}}})
+}
+
+// signal notifies without blocking: once 1024 notifications are unread,
+// later ones are dropped, so long benchmarks need not read them.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // Cancelled returns how many streams ended because their context was cancelled.
