@@ -140,7 +140,8 @@ func TestModelCommandsRejectBadUsage(t *testing.T) {
 		{"mkmodel_unknown_shape", []string{"mkmodel", "--shape", "gpt-5", "--vocab", "v", "--out", "o"}, `--shape "gpt-5"`},
 		{"mkmodel_unknown_type", []string{"mkmodel", "--type", "q3_k", "--vocab", "v", "--out", "o"}, `--type "q3_k"`},
 		{"bench_unknown", []string{"bench", "gpu"}, `unknown benchmark "gpu"`},
-		{"bench_serve_not_yet", []string{"bench", "serve"}, "not implemented"},
+		{"bench_serve_without_url", []string{"bench", "serve"}, "--url is required"},
+		{"bench_serve_bad_concurrency", []string{"bench", "serve", "--url", "http://127.0.0.1:1", "--concurrency", "0"}, "Concurrency 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -97,8 +97,3 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	}
 	return fs
 }
-
-// errNotYet marks a subcommand whose issue has not landed yet.
-func errNotYet(name string) error {
-	return &exitCode{code: 2, err: fmt.Errorf("%s is not implemented in this build yet", name)}
-}
