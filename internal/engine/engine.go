@@ -80,6 +80,9 @@ type job struct {
 	// transferring: decode side, KV still arriving; only the transfer's
 	// Reservation.Done may end the job.
 	transferring bool
+	// ready: prefill side, pages pinned for a transfer that streams each
+	// layer as the last chunk's forward pass completes it.
+	ready chan int
 }
 
 // New builds an engine over fwd and pool and starts its step loop. It fails,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/bulkhead-llm/bulkhead/internal/model"
 	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
 
@@ -96,6 +97,12 @@ func (r *Reservation) Done(err error) {
 type Handoff struct {
 	Tokens int
 	Pages  []int32 // physical pages, logical order
+	// Ready delivers how many layers of the pages are final, as the last
+	// chunk's forward pass computes them; it is closed when that step
+	// ended (early, if it failed). Pass it to transfer.Sender.Send so the
+	// KV streams while later layers compute. Nil means every layer is
+	// ready now.
+	Ready <-chan int
 
 	e    *Engine
 	id   uint64
@@ -121,7 +128,11 @@ func (e *Engine) Prefill(ctx context.Context, req Request) (*Handoff, error) {
 	for ev := range j.events {
 		switch {
 		case ev.handoff != nil:
-			return &Handoff{Tokens: ev.handoff.Tokens, Pages: ev.handoff.Pages, e: e, id: j.id}, nil
+			h := &Handoff{Tokens: ev.handoff.Tokens, Pages: ev.handoff.Pages, e: e, id: j.id}
+			if ev.ready != nil {
+				h.Ready = ev.ready
+			}
+			return h, nil
 		case ev.Err != nil:
 			return nil, ev.Err
 		}
@@ -142,14 +153,66 @@ func (h *Handoff) Release(err error) {
 }
 
 // handOff delivers a finished prefill's pages to the Prefill caller (loop).
+// A pinned handoff was delivered before the step: its layer channel closes.
 func (e *Engine) handOff(id uint64, h *sched.Handoff) {
 	j := e.jobs[id]
 	if j == nil {
 		_ = e.sched.HandoffDone(id, ErrAborted)
 		return
 	}
+	if j.ready != nil {
+		e.end(id, Event{})
+		return
+	}
 	delete(e.jobs, id)
 	j.stop()
 	j.events <- Event{handoff: h}
 	close(j.events)
+}
+
+// layerForwarder is a Forwarder that reports each layer as it completes
+// (*model.Model is one).
+type layerForwarder interface {
+	ForwardLayers(kv model.KVStore, seqs []model.Seq, afterLayer func(n int)) ([][]float32, error)
+}
+
+// pinHandoffs pins the pages of every prefill-only request whose last
+// prompt chunk is in this step and hands them to its Prefill caller now,
+// with a channel on which the forward pass publishes finished layers. It
+// returns the jobs pinned (loop only).
+func (e *Engine) pinHandoffs(plan *sched.Plan) []*job {
+	if _, ok := e.fwd.(layerForwarder); !ok {
+		return nil
+	}
+	var pinned []*job
+	for _, it := range plan.Items {
+		j := e.jobs[it.ID]
+		if j == nil || !j.adm.Request().PrefillOnly || it.Pos+len(it.Tokens) != len(j.req.Prompt)-1 {
+			continue
+		}
+		h, err := e.sched.PinHandoff(it.ID)
+		if err != nil {
+			continue // handed off after the step instead
+		}
+		j.ready = make(chan int, 1)
+		j.events <- Event{handoff: h, ready: j.ready}
+		pinned = append(pinned, j)
+	}
+	return pinned
+}
+
+// forward runs the step, publishing layer progress to pinned handoffs.
+func (e *Engine) forward(seqs []model.Seq, pinned []*job) ([][]float32, error) {
+	if len(pinned) == 0 {
+		return e.fwd.Forward(e.pool, seqs)
+	}
+	return e.fwd.(layerForwarder).ForwardLayers(e.pool, seqs, func(n int) {
+		for _, j := range pinned {
+			select { // keep only the newest count; the loop is the only sender
+			case <-j.ready:
+			default:
+			}
+			j.ready <- n
+		}
+	})
 }

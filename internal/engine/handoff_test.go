@@ -41,6 +41,21 @@ func TestPrefillDecodeHandoffMatchesOneEngine(t *testing.T) {
 		if h.Tokens != n-1 || len(h.Pages) != len(res.Pages) {
 			t.Fatalf("handoff of %d tokens on %d pages; reservation %d pages", h.Tokens, len(h.Pages), len(res.Pages))
 		}
+		// The handoff comes before its last chunk is computed; layers
+		// become final one by one, and the channel closes after the step.
+		if h.Ready == nil {
+			t.Fatal("prefill handoff has no layer channel")
+		}
+		last := 0
+		for l := range h.Ready {
+			if l < last || l > tiny(t).Config.Layers {
+				t.Fatalf("layer counts went %d then %d", last, l)
+			}
+			last = l
+		}
+		if last != tiny(t).Config.Layers {
+			t.Fatalf("layer channel closed at %d of %d layers", last, tiny(t).Config.Layers)
+		}
 		copyPages(tiny(t).Config.Layers, pre, dec, h.Pages, res.Pages, h.Tokens)
 		res.Done(nil)
 		h.Release(nil)

@@ -44,7 +44,8 @@ func (e *Engine) loop() {
 		}
 		sampled = slices.Grow(sampled[:0], len(plan.Items))[:len(plan.Items)]
 		if len(seqs) > 0 {
-			logits, err := e.fwd.Forward(e.pool, seqs)
+			pinned := e.pinHandoffs(plan)
+			logits, err := e.forward(seqs, pinned)
 			if err != nil {
 				for _, it := range plan.Items {
 					_ = e.sched.Cancel(it.ID)
@@ -128,7 +129,9 @@ func (e *Engine) deliver(u sched.Update, ev Event) {
 	}
 }
 
-// end sends j's final event, closes its stream and forgets it.
+// end sends j's final event, closes its stream and forgets it. A pinned
+// handoff's layer channel closes too: a transfer still waiting for layers
+// then fails as incomplete.
 func (e *Engine) end(id uint64, final Event) {
 	j := e.jobs[id]
 	if j == nil {
@@ -136,6 +139,9 @@ func (e *Engine) end(id uint64, final Event) {
 	}
 	delete(e.jobs, id)
 	j.stop()
+	if j.ready != nil {
+		close(j.ready)
+	}
 	j.events <- final
 	close(j.events)
 }

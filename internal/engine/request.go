@@ -73,6 +73,7 @@ type Event struct {
 	Err error
 
 	handoff *sched.Handoff // Prefill's result, inside the engine only
+	ready   chan int       // with handoff: layers computed, see Handoff.Ready
 }
 
 // Finish ends a successful stream.

@@ -26,6 +26,14 @@ type pageCounter interface{ Pages() int }
 // Forward call. A sequence's logits do not depend on the other sequences
 // in the step (see the package comment).
 func (m *Model) Forward(kv KVStore, seqs []Seq) ([][]float32, error) {
+	return m.ForwardLayers(kv, seqs, nil)
+}
+
+// ForwardLayers is Forward with a callback after each layer: afterLayer(n)
+// runs once layers [0, n) are done, their keys and values final in the
+// pages. A prefill worker uses it to stream a prompt's KV layer by layer
+// while later layers still compute. afterLayer must not block.
+func (m *Model) ForwardLayers(kv KVStore, seqs []Seq, afterLayer func(n int)) ([][]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	total, err := m.checkBatch(kv, seqs)
@@ -50,6 +58,9 @@ func (m *Model) Forward(kv KVStore, seqs []Seq) ([][]float32, error) {
 
 	for li := range m.layers {
 		m.layer(li, kv, seqs, total)
+		if afterLayer != nil {
+			afterLayer(li + 1)
+		}
 	}
 	return m.logits(seqs, total), nil
 }

@@ -25,12 +25,10 @@ func (q *seq) target() int {
 	return len(q.tokens)
 }
 
-// handOff moves a prefill-only q whose KV is complete to Transferring: its
-// pages are leased, its table freed (the leases keep the pages), and it
-// leaves the running set. It stays tracked until HandoffDone.
-func (s *Scheduler) handOff(q *seq) (*Handoff, error) {
-	h := &Handoff{Tokens: q.computed}
-	for i := range s.pool.PagesFor(q.computed) {
+// lease pins the pages holding q's first n positions.
+func (s *Scheduler) lease(q *seq, n int) (*Handoff, error) {
+	h := &Handoff{Tokens: n}
+	for i := range s.pool.PagesFor(n) {
 		l, err := s.pool.Lease(q.pt, i)
 		if err != nil {
 			for _, l := range h.leases {
@@ -40,6 +38,44 @@ func (s *Scheduler) handOff(q *seq) (*Handoff, error) {
 		}
 		h.leases = append(h.leases, l)
 		h.Pages = append(h.Pages, l.Entry.Page)
+	}
+	return h, nil
+}
+
+// PinHandoff leases, ahead of time, the pages of a prefill-only request
+// whose last prompt chunk is in the step in flight, so the transfer can
+// stream each layer as soon as the forward pass has computed it (the
+// caller learns per layer from the model). The request stays Prefilling
+// until Complete; whatever happens to it, its leases last until
+// HandoffDone, which the caller must call exactly once.
+func (s *Scheduler) PinHandoff(id uint64) (*Handoff, error) {
+	q, ok := s.seqs[id]
+	if !ok || s.inflight == nil {
+		return nil, fmt.Errorf("sched: pin handoff %d: %w", id, ErrUnknownRequest)
+	}
+	i := slices.Index(s.inflight.seqs, q)
+	if i < 0 || !q.req.PrefillOnly || q.handoff != nil || s.inflight.Items[i].Pos+len(s.inflight.Items[i].Tokens) != q.target() {
+		return nil, fmt.Errorf("sched: pin handoff %d: not a prefill-only request finishing its prompt this step: %w", id, ErrBadRequest)
+	}
+	h, err := s.lease(q, q.target())
+	if err != nil {
+		return nil, err
+	}
+	q.handoff = h
+	return h, nil
+}
+
+// handOff moves a prefill-only q whose KV is complete to Transferring: its
+// pages are leased (unless PinHandoff already did), its table freed (the
+// leases keep the pages), and it leaves the running set. It stays tracked
+// until HandoffDone.
+func (s *Scheduler) handOff(q *seq) (*Handoff, error) {
+	h := q.handoff
+	if h == nil {
+		var err error
+		if h, err = s.lease(q, q.computed); err != nil {
+			return nil, err
+		}
 	}
 	if err := q.transition(EvTransfer); err != nil {
 		return nil, err
@@ -66,8 +102,8 @@ func (s *Scheduler) HandoffDone(id uint64, err error) error {
 	}
 	q.handoff = nil
 	ev := EvFinish
-	if err != nil {
-		ev = EvAbort
+	if err != nil || q.state != StateTransferring {
+		ev = EvAbort // failed, or pinned and aborted before its prompt was done
 	}
 	if terr := q.transition(ev); terr != nil {
 		return terr

@@ -167,3 +167,63 @@ func TestAbortedHandoffReleasesLeases(t *testing.T) {
 		t.Fatalf("one-token prefill-only prompt: %v", err)
 	}
 }
+
+func TestPinnedHandoffLeasesBeforeTheLastChunkRuns(t *testing.T) {
+	s, pool := newTestScheduler(t, 16, 4, Config{TokenBudget: 8, MaxRunning: 2, MaxContext: 64})
+	r := newRun(s, pool)
+	r.submit(t, Request{ID: 3, Prompt: prompt(3, 13), MaxTokens: 1, PrefillOnly: true}) // 12 positions: chunks 8 + 4
+	plan, err := s.Step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PinHandoff(3); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("pin during the first chunk: %v", err)
+	}
+	sampled, _ := fakeForward(pool, plan)
+	if _, err := s.Complete(sampled); err != nil {
+		t.Fatal(err)
+	}
+	plan, _ = s.Step()
+	h, err := s.PinHandoff(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Tokens != 12 || len(h.Pages) != 3 {
+		t.Fatalf("pinned %+v", h)
+	}
+	sampled, _ = fakeForward(pool, plan)
+	ups, err := s.Complete(sampled)
+	if err != nil || len(ups) != 1 || ups[0].Handoff != h || ups[0].State != StateTransferring {
+		t.Fatalf("complete: %+v %v", ups, err)
+	}
+	if err := s.HandoffDone(3, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkDrained(t, pool)
+}
+
+func TestPinnedHandoffOfAnAbortedStepStillReleases(t *testing.T) {
+	s, pool := newTestScheduler(t, 16, 4, Config{TokenBudget: 64, MaxRunning: 2, MaxContext: 64})
+	r := newRun(s, pool)
+	r.submit(t, Request{ID: 4, Prompt: prompt(4, 30), MaxTokens: 1, PrefillOnly: true})
+	if _, err := s.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PinHandoff(4); err != nil {
+		t.Fatal(err)
+	}
+	// The forward pass failed: the engine cancels, then completes the step.
+	if err := s.Cancel(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Complete(make([]int32, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.CheckDrained(); err == nil {
+		t.Fatal("pinned pages returned to the pool while the transfer may still read them")
+	}
+	if err := s.HandoffDone(4, errors.New("forward failed")); err != nil {
+		t.Fatal(err)
+	}
+	checkDrained(t, pool)
+}

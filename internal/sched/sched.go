@@ -159,7 +159,9 @@ func (s *Scheduler) abort(q *seq) error {
 	return nil
 }
 
-// retire frees a terminal q's pages and removes it from every set.
+// retire frees a terminal q's pages and removes it from every set. A q
+// whose pages are pinned for a transfer (PinHandoff) stays tracked, so that
+// HandoffDone can release the leases once the transfer has let go.
 func (s *Scheduler) retire(q *seq) {
 	s.pool.Free(q.pt)
 	if i := slices.Index(s.running, q); i >= 0 {
@@ -167,7 +169,9 @@ func (s *Scheduler) retire(q *seq) {
 	} else {
 		s.waiting.remove(q)
 	}
-	delete(s.seqs, q.req.ID)
+	if q.handoff == nil {
+		delete(s.seqs, q.req.ID)
+	}
 }
 
 // preempt frees q's pages and sends it back to the front of its tenant's

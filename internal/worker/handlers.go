@@ -77,8 +77,10 @@ func (w *Worker) decode(rw http.ResponseWriter, r *http.Request) {
 }
 
 // prefill computes a prompt's KV, streams it to the decode worker named in
-// the request, and answers once decode acknowledged it. Its pages stay
-// leased until the transfer returned, on every path.
+// the request (each layer of the last prompt chunk as soon as it is
+// computed, so the transfer overlaps compute), and answers once decode
+// acknowledged it. Its pages stay leased until the transfer returned, on
+// every path.
 func (w *Worker) prefill(rw http.ResponseWriter, r *http.Request) {
 	var pr PrefillRequest
 	if !readJSON(rw, r, &pr) {
@@ -98,7 +100,8 @@ func (w *Worker) prefill(rw http.ResponseWriter, r *http.Request) {
 	}
 	s, err := w.sender(ctx, pr.DecodeKV)
 	if err == nil {
-		err = s.Send(ctx, transfer.Request{ID: pr.TransferID, Nonce: pr.Nonce, Tokens: h.Tokens}, w.storeSource(h.Pages), nil)
+		// h.Ready streams each layer as the last prompt chunk computes it.
+		err = s.Send(ctx, transfer.Request{ID: pr.TransferID, Nonce: pr.Nonce, Tokens: h.Tokens}, w.storeSource(h.Pages), h.Ready)
 		if err != nil && !errors.Is(err, transfer.ErrChecksum) && !errors.Is(err, transfer.ErrTokenCount) {
 			w.dropSender(pr.DecodeKV, s)
 		}
