@@ -18,7 +18,22 @@ echo "== go vet"
 go vet ./...
 
 echo "== go test"
-go test -count=1 ./...
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+go test -count=1 -v ./... > "$log" 2>&1 || status=$?
+grep -E '^(ok|FAIL|---|panic:)|^\s+--- FAIL|no test files' "$log" | grep -v -- '--- PASS' | grep -v -- '--- SKIP' || true
+if grep -q -- '--- SKIP' "$log"; then
+  echo "skipped tests (and why):"
+  grep -B1 -- '--- SKIP' "$log" | grep -v -- '^--$' | sed 's/^/  /'
+fi
+if [ "$status" -ne 0 ]; then
+  echo "== go test failed; full output:"; cat "$log"; exit "$status"
+fi
+passed=$(grep -c -- '--- PASS' "$log" || true)
+failed=$(grep -c -- '--- FAIL' "$log" || true)
+skipped=$(grep -c -- '--- SKIP' "$log" || true)
+echo "tests (with subtests): $passed passed, $failed failed, $skipped skipped"
 
 # Packages whose code runs goroutines: run them again under the race detector.
 race_pkgs=()
