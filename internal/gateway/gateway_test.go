@@ -260,3 +260,21 @@ func TestClientCancelDuringGenerationFreesBothWorkers(t *testing.T) {
 	pre.drained(t)
 	dec.drained(t)
 }
+
+func TestClientCancelDuringPrefillAndTransferFreesBothWorkers(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, smallPool), startWorker(t, worker.Decode, smallPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	for _, after := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(after, cancel)
+		ch, err := g.Submit(ctx, engine.Request{Prompt: make([]int32, 1000), MaxTokens: 20, IgnoreEOS: true})
+		if err == nil {
+			_, err = collect(t, ch)
+		}
+		if err != nil && !errors.Is(err, engine.ErrAborted) {
+			t.Fatalf("cancel after %v: %v", after, err)
+		}
+		pre.drained(t)
+		dec.drained(t)
+	}
+}

@@ -370,3 +370,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// GGUF v2 has the v3 layout (64-bit counts); only the version differs.
+func TestParsesVersion2(t *testing.T) {
+	data, err := sampleWriter(t).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(data[4:], 2)
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 2 || len(f.Tensors) != 3 {
+		t.Fatalf("v2: version %d, %d tensors", f.Version, len(f.Tensors))
+	}
+}
