@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,12 @@ func sampleWriter(t testing.TB) *Writer {
 	must(w.Set("a.u8", arr([]uint8{1, 2})))
 	must(w.Set("a.bool", arr([]bool{true, false})))
 	must(w.Set("a.nested", arr([]Array{arr([]int64{7, 8}), arr([]string{"x"})})))
+	must(w.Set("a.i8", arr([]int8{-1, 2})))
+	must(w.Set("a.u16", arr([]uint16{1, 65535})))
+	must(w.Set("a.i16", arr([]int16{-2, 3})))
+	must(w.Set("a.u32", arr([]uint32{4000000000})))
+	must(w.Set("a.u64", arr([]uint64{1 << 63})))
+	must(w.Set("a.f64", arr([]float64{-0.5, 2.25})))
 	f32 := make([]byte, 4*6)
 	for i := range 6 {
 		binary.LittleEndian.PutUint32(f32[4*i:], math.Float32bits(float32(i)))
@@ -65,7 +72,7 @@ func TestWriteThenParseRoundTripsEveryValueType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Version != 3 || len(f.KV) != 19 || len(f.Tensors) != 3 {
+	if f.Version != 3 || len(f.KV) != 25 || len(f.Tensors) != 3 {
 		t.Fatalf("version %d, %d kv, %d tensors", f.Version, len(f.KV), len(f.Tensors))
 	}
 	want := map[string]any{
@@ -87,6 +94,15 @@ func TestWriteThenParseRoundTripsEveryValueType(t *testing.T) {
 	}
 	if v, err := f.Int32s("a.u8"); err != nil || len(v) != 2 || v[1] != 2 {
 		t.Errorf("a.u8 as int32s = %v, %v", v, err)
+	}
+	for key, want := range map[string]any{
+		"a.i8": []int8{-1, 2}, "a.u16": []uint16{1, 65535}, "a.i16": []int16{-2, 3},
+		"a.u32": []uint32{4000000000}, "a.u64": []uint64{1 << 63}, "a.f64": []float64{-0.5, 2.25},
+	} {
+		v, _ := f.Value(key)
+		if got := v.(Array).Values; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %#v, want %#v", key, got, want)
+		}
 	}
 	nested, _ := f.Value("a.nested")
 	inner := nested.(Array).Values.([]Array)

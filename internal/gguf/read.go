@@ -173,75 +173,28 @@ func (r *reader) array(what string, depth int) any {
 		return nil
 	}
 	a := Array{Elem: elem}
+	le := binary.LittleEndian
 	switch elem {
 	case TypeUint8:
 		a.Values = append([]uint8(nil), r.take(n, what)...)
 	case TypeInt8:
-		b := r.take(n, what)
-		v := make([]int8, len(b))
-		for i := range b {
-			v[i] = int8(b[i])
-		}
-		a.Values = v
-	case TypeUint16, TypeInt16:
-		b := r.take(2*n, what)
-		u := make([]uint16, len(b)/2)
-		for i := range u {
-			u[i] = binary.LittleEndian.Uint16(b[2*i:])
-		}
-		if elem == TypeInt16 {
-			v := make([]int16, len(u))
-			for i := range u {
-				v[i] = int16(u[i])
-			}
-			a.Values = v
-		} else {
-			a.Values = u
-		}
-	case TypeUint32, TypeInt32, TypeFloat32:
-		b := r.take(4*n, what)
-		u := make([]uint32, len(b)/4)
-		for i := range u {
-			u[i] = binary.LittleEndian.Uint32(b[4*i:])
-		}
-		switch elem {
-		case TypeUint32:
-			a.Values = u
-		case TypeInt32:
-			v := make([]int32, len(u))
-			for i := range u {
-				v[i] = int32(u[i])
-			}
-			a.Values = v
-		default:
-			v := make([]float32, len(u))
-			for i := range u {
-				v[i] = math.Float32frombits(u[i])
-			}
-			a.Values = v
-		}
-	case TypeUint64, TypeInt64, TypeFloat64:
-		b := r.take(8*n, what)
-		u := make([]uint64, len(b)/8)
-		for i := range u {
-			u[i] = binary.LittleEndian.Uint64(b[8*i:])
-		}
-		switch elem {
-		case TypeUint64:
-			a.Values = u
-		case TypeInt64:
-			v := make([]int64, len(u))
-			for i := range u {
-				v[i] = int64(u[i])
-			}
-			a.Values = v
-		default:
-			v := make([]float64, len(u))
-			for i := range u {
-				v[i] = math.Float64frombits(u[i])
-			}
-			a.Values = v
-		}
+		a.Values = decodeAll(r.take(n, what), 1, func(b []byte) int8 { return int8(b[0]) })
+	case TypeUint16:
+		a.Values = decodeAll(r.take(2*n, what), 2, le.Uint16)
+	case TypeInt16:
+		a.Values = decodeAll(r.take(2*n, what), 2, func(b []byte) int16 { return int16(le.Uint16(b)) })
+	case TypeUint32:
+		a.Values = decodeAll(r.take(4*n, what), 4, le.Uint32)
+	case TypeInt32:
+		a.Values = decodeAll(r.take(4*n, what), 4, func(b []byte) int32 { return int32(le.Uint32(b)) })
+	case TypeFloat32:
+		a.Values = decodeAll(r.take(4*n, what), 4, func(b []byte) float32 { return math.Float32frombits(le.Uint32(b)) })
+	case TypeUint64:
+		a.Values = decodeAll(r.take(8*n, what), 8, le.Uint64)
+	case TypeInt64:
+		a.Values = decodeAll(r.take(8*n, what), 8, func(b []byte) int64 { return int64(le.Uint64(b)) })
+	case TypeFloat64:
+		a.Values = decodeAll(r.take(8*n, what), 8, func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) })
 	case TypeBool:
 		b := r.take(n, what)
 		v := make([]bool, len(b))
@@ -277,4 +230,14 @@ func (r *reader) array(what string, depth int) any {
 		return nil
 	}
 	return a
+}
+
+// decodeAll decodes consecutive size-byte little-endian values. b is nil
+// after a failed read, giving an empty slice (the error is in the reader).
+func decodeAll[T any](b []byte, size int, decode func([]byte) T) []T {
+	out := make([]T, len(b)/size)
+	for i := range out {
+		out[i] = decode(b[i*size:])
+	}
+	return out
 }
