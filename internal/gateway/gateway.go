@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,8 +44,17 @@ type Config struct {
 	// the reference worker's.
 	ModelDigest   string
 	CheckInterval time.Duration // default 5s
-	Logger        *slog.Logger
-	Client        *http.Client // default: keep-alive client with a 5s dial timeout
+	// ReserveTimeout bounds the wait for a decode worker's reservation
+	// (it queues when its pool is full); default 45s.
+	ReserveTimeout time.Duration
+	// PrefillTimeout bounds a prefill call, queueing, compute and
+	// transfer included; default 120s.
+	PrefillTimeout time.Duration
+	// StreamIdle bounds the gap between two lines of a decode stream;
+	// default 60s.
+	StreamIdle time.Duration
+	Logger     *slog.Logger
+	Client     *http.Client // default: keep-alive client with a 5s dial timeout
 }
 
 // member is one worker as the gateway sees it.
@@ -54,6 +64,9 @@ type member struct {
 	healthy bool
 	problem string // why it is unhealthy, for logs
 	info    worker.Info
+	// inflight counts this gateway's requests on the worker now; with the
+	// last reported free pages it ranks workers (see ranked).
+	inflight *atomic.Int64
 }
 
 // Gateway routes requests to workers. It implements api.Engine.
@@ -84,6 +97,15 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if cfg.CheckInterval <= 0 {
 		cfg.CheckInterval = 5 * time.Second
 	}
+	if cfg.ReserveTimeout <= 0 {
+		cfg.ReserveTimeout = 45 * time.Second
+	}
+	if cfg.PrefillTimeout <= 0 {
+		cfg.PrefillTimeout = 120 * time.Second
+	}
+	if cfg.StreamIdle <= 0 {
+		cfg.StreamIdle = 60 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -96,10 +118,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, client: cfg.Client, log: cfg.Logger, done: make(chan struct{})}
 	g.nextID.Store(uint64(time.Now().UnixNano()) << 16) // distinct across gateway restarts
 	for _, u := range cfg.Prefill {
-		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Prefill})
+		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Prefill, inflight: new(atomic.Int64)})
 	}
 	for _, u := range cfg.Decode {
-		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Decode})
+		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Decode, inflight: new(atomic.Int64)})
 	}
 	infos := g.fetchAll(ctx)
 	for i, m := range g.members {
@@ -249,8 +271,18 @@ func (g *Gateway) checkLoop(ctx context.Context) {
 // the next tick).
 func (g *Gateway) Check(ctx context.Context) { g.apply(g.fetchAll(ctx)) }
 
-// pick returns a healthy member of role, round-robin, or nil.
+// pick returns the best-ranked healthy member of role, or nil.
 func (g *Gateway) pick(role worker.Role) *member {
+	if r := g.ranked(role); len(r) > 0 {
+		return r[0]
+	}
+	return nil
+}
+
+// ranked returns copies of the healthy members of role, least loaded
+// first: fewest requests of ours in flight, then most free pages last
+// reported, ties broken round robin so equal workers share the load.
+func (g *Gateway) ranked(role worker.Role) []*member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	idx := 0
@@ -260,15 +292,24 @@ func (g *Gateway) pick(role worker.Role) *member {
 	var healthy []*member
 	for _, m := range g.members {
 		if m.role == role && m.healthy {
-			healthy = append(healthy, m)
+			c := *m
+			healthy = append(healthy, &c)
 		}
 	}
 	if len(healthy) == 0 {
 		return nil
 	}
 	g.rr[idx]++
-	m := *healthy[g.rr[idx]%uint64(len(healthy))]
-	return &m
+	off := int(g.rr[idx] % uint64(len(healthy)))
+	healthy = append(healthy[off:], healthy[:off]...)
+	sort.SliceStable(healthy, func(a, b int) bool {
+		la, lb := healthy[a].inflight.Load(), healthy[b].inflight.Load()
+		if la != lb {
+			return la < lb
+		}
+		return healthy[a].info.PagesFree > healthy[b].info.PagesFree
+	})
+	return healthy
 }
 
 func (g *Gateway) fetchTokenizer(ctx context.Context) error {

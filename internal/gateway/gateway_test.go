@@ -32,11 +32,16 @@ type node struct {
 
 func startWorker(t *testing.T, role worker.Role, pool loader.PoolOptions) *node {
 	t.Helper()
+	return startWorkerWith(t, role, pool, engine.Config{TokenBudget: 256, MaxRunning: 8})
+}
+
+func startWorkerWith(t *testing.T, role worker.Role, pool loader.PoolOptions, ec engine.Config) *node {
+	t.Helper()
 	m, err := loader.Load(loader.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := m.NewEngine(pool, engine.Config{TokenBudget: 256, MaxRunning: 8})
+	eng, err := m.NewEngine(pool, ec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,5 +281,17 @@ func TestClientCancelDuringPrefillAndTransferFreesBothWorkers(t *testing.T) {
 		}
 		pre.drained(t)
 		dec.drained(t)
+	}
+}
+
+// waitFor polls cond (no timed assertion: it fails only after 10s).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -177,3 +177,16 @@ func (s *Scheduler) TransferDone(id uint64, err error) error {
 	}
 	return err
 }
+
+// handOffCached hands off a waiting prefill-only q whose target is all in
+// the prefix cache: it is scheduled and handed off in one go.
+func (s *Scheduler) handOffCached(q *seq) (Update, error) {
+	if err := q.transition(EvSchedule); err != nil {
+		return Update{}, err
+	}
+	h, err := s.handOff(q)
+	if err != nil {
+		return Update{}, err
+	}
+	return Update{ID: q.req.ID, State: q.state, Handoff: h}, nil
+}

@@ -25,6 +25,9 @@ type Plan struct {
 	Items   []Item
 	Aborted []Abort  // aborted (ownership check failed): report an internal error
 	Evicted []uint64 // preempted this step; they recompute later, output unchanged
+	// Handoffs are prefill-only requests whose whole target was already in
+	// the prefix cache: nothing to compute, handed off while planning.
+	Handoffs []Update
 
 	seqs []*seq // aligned with Items: who each item was planned for
 }

@@ -202,3 +202,25 @@ func (s *Scheduler) Preempt(id uint64) error {
 	}
 	return s.preempt(q)
 }
+
+// Tracked counts the requests the scheduler still holds pages or leases
+// for, transfers in flight included.
+func (s *Scheduler) Tracked() int { return len(s.seqs) }
+
+// Drop ends every tracked request, transfers in flight included: leases
+// are released and pages freed. The engine calls it at close, once
+// transfers had their grace; nothing may use the pages afterwards.
+func (s *Scheduler) Drop() {
+	for id, q := range s.seqs {
+		if q.handoff != nil {
+			for _, l := range q.handoff.leases {
+				_ = s.pool.Release(l)
+			}
+			q.handoff = nil
+		}
+		_ = q.transition(EvAbort)
+		s.retire(q)
+		delete(s.seqs, id)
+	}
+	s.inflight = nil
+}

@@ -44,6 +44,18 @@ func (s *Scheduler) Step() (*Plan, error) {
 		if err := s.start(q); err != nil {
 			return nil, err
 		}
+		if q.target() == q.computed {
+			// Entirely cached (a prefill-only prompt whose first n-1
+			// tokens are whole cached pages): nothing to compute, so it
+			// hands off now rather than wait for room it does not need.
+			s.waiting.pop()
+			u, err := s.handOffCached(q)
+			if err != nil {
+				return nil, err
+			}
+			plan.Handoffs = append(plan.Handoffs, u)
+			continue
+		}
 		if s.fits(q) == 0 { // no room: leave it at the head of its queue
 			s.pool.Free(q.pt)
 			q.computed = 0

@@ -108,9 +108,11 @@ type ErrorBody struct {
 	Message string `json:"message"`
 	// Kind is what the receiver maps back to a typed error:
 	// context_length_exceeded, invalid_request, shutting_down, aborted,
-	// internal.
+	// overloaded, internal.
 	Kind         string `json:"kind"`
 	PromptTokens int    `json:"prompt_tokens,omitempty"`
 	Limit        int    `json:"limit,omitempty"`
 	MaxContext   int    `json:"max_context,omitempty"`
+	// RetryAfterMs is an overloaded worker's suggested wait.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }

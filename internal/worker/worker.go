@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
@@ -161,6 +162,9 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 
 func writeError(rw http.ResponseWriter, err error) {
 	status, body := EncodeError(err)
+	if body.RetryAfterMs > 0 {
+		rw.Header().Set("Retry-After", strconv.FormatInt(max(1, (body.RetryAfterMs+999)/1000), 10))
+	}
 	writeJSON(rw, status, struct {
 		Error *ErrorBody `json:"error"`
 	}{body})

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/bulkhead-llm/bulkhead/internal/copymodel"
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/loader"
+	"github.com/bulkhead-llm/bulkhead/internal/worker"
+)
+
+// tightPool holds exactly one request of the maximum context: the issue's
+// "decode pool full → 500" configuration.
+var tightPool = loader.PoolOptions{MaxContext: 512, KVTokens: 512}
+
+// burst sends n concurrent 492-token canary prompts through g and checks
+// that every one is answered with its own canary.
+func burst(t *testing.T, g *Gateway, n int) {
+	t.Helper()
+	words := copymodel.AuditWords()
+	type res struct {
+		got, want []int32
+		err       error
+	}
+	out := make([]res, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		canary := words.Canary[(8*i)%(len(words.Canary)-8):][:8]
+		prompt, want := canaryPrompt(t, g, canary, 10+i, 492, uint64(100+i))
+		wg.Go(func() {
+			req := engine.Request{Prompt: prompt, MaxTokens: 8, Tenant: fmt.Sprintf("t%d", i%3)}
+			ch, err := g.Submit(context.Background(), req)
+			if err != nil {
+				out[i] = res{err: err}
+				return
+			}
+			var got []int32
+			for ev := range ch {
+				if ev.Err != nil {
+					err = ev.Err
+				} else if ev.Finish == nil {
+					got = append(got, ev.Token)
+				}
+			}
+			out[i] = res{got, want, err}
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i, r := range out {
+		switch {
+		case r.err != nil:
+			t.Errorf("request %d: %v", i, r.err)
+		case !slices.Equal(r.got, r.want):
+			t.Errorf("request %d: got %v, want its canary %v", i, r.got, r.want)
+		default:
+			ok++
+		}
+	}
+	if ok != n {
+		t.Fatalf("%d of %d requests answered with their canary", ok, n)
+	}
+}
+
+func TestFullDecodePoolQueuesInsteadOfFailing(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	burst(t, g, 16)
+	pre.drained(t)
+	dec.drained(t)
+}
+
+func TestTwoDecodeWorkersShareABurstAndDrain(t *testing.T) {
+	pre := startWorker(t, worker.Prefill, tightPool)
+	d1, d2 := startWorker(t, worker.Decode, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{d1, d2})
+	burst(t, g, 16)
+	if d1.hits.Load() == 0 || d2.hits.Load() == 0 {
+		t.Errorf("one decode worker took everything: %d and %d requests", d1.hits.Load(), d2.hits.Load())
+	}
+	pre.drained(t)
+	d1.drained(t)
+	d2.drained(t)
+}
+
+func TestEveryDecodeWorkerFullAnswersOverloadedNotInternal(t *testing.T) {
+	pre := startWorker(t, worker.Prefill, tightPool)
+	dec := startWorkerWith(t, worker.Decode, tightPool, engine.Config{TokenBudget: 256, MaxRunning: 8, ReserveQueue: 1})
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	words := copymodel.AuditWords()
+	prompt, _ := canaryPrompt(t, g, words.Canary[:8], 5, 492, 7)
+	// A reservation made directly on the decode engine holds its whole
+	// pool; the second request waits in the (one-place) queue; the third
+	// finds the queue full.
+	held, err := dec.eng.Reserve(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondErr := make(chan error, 1)
+	go func() {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 8})
+		if err == nil {
+			_, err = collect(t, ch)
+		}
+		secondErr <- err
+	}()
+	waitFor(t, func() bool { return dec.eng.Stats().ReservationsWaiting == 1 })
+	_, err = g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 1})
+	var ol *engine.OverloadedError
+	if !errors.As(err, &ol) || ol.RetryAfter <= 0 {
+		t.Fatalf("third request with every decode queue full: %v, want an OverloadedError with a retry delay", err)
+	}
+	held.Done(errors.New("test: released"))
+	if err := <-secondErr; err != nil {
+		t.Fatalf("the queued request, once pages freed: %v", err)
+	}
+	pre.drained(t)
+	dec.drained(t)
+}
