@@ -91,6 +91,11 @@ var smallPool = loader.PoolOptions{MaxContext: 1024, KVTokens: 4096}
 
 func newGateway(t *testing.T, pre, dec []*node) *Gateway {
 	t.Helper()
+	return newGatewayWith(t, pre, dec, func(*Config) {})
+}
+
+func newGatewayWith(t *testing.T, pre, dec []*node, set func(*Config)) *Gateway {
+	t.Helper()
 	var cfg Config
 	for _, n := range pre {
 		cfg.Prefill = append(cfg.Prefill, n.srv.URL)
@@ -100,6 +105,7 @@ func newGateway(t *testing.T, pre, dec []*node) *Gateway {
 	}
 	cfg.Logger = quiet
 	cfg.CheckInterval = time.Hour // tests call Check themselves
+	set(&cfg)
 	g, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/copymodel"
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
@@ -120,5 +123,64 @@ func TestEveryDecodeWorkerFullAnswersOverloadedNotInternal(t *testing.T) {
 		t.Fatalf("the queued request, once pages freed: %v", err)
 	}
 	pre.drained(t)
+	dec.drained(t)
+}
+
+// A decode worker restarted with another max context at the same address
+// is refused by the first transfer's handshake: that request fails with an
+// error naming the value, instead of a 200 cut short at the smaller context.
+func TestMaxContextDriftIsCaughtByTheFirstTransfer(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	restarted := startWorker(t, worker.Decode, loader.PoolOptions{MaxContext: 1024, KVTokens: 1024})
+	// Before the next check the gateway still holds the old info; the
+	// restarted worker answers at the old addresses.
+	dec.srv.Config.Handler = restarted.srv.Config.Handler
+	g.mu.Lock()
+	for _, m := range g.members {
+		if m.role == worker.Decode {
+			m.info.KVAddr = restarted.w.Info().KVAddr
+		}
+	}
+	g.mu.Unlock()
+	words := copymodel.AuditWords()
+	prompt, _ := canaryPrompt(t, g, words.Canary[:8], 5, 100, 9)
+	ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 8})
+	if err == nil {
+		var toks []int32
+		toks, err = collect(t, ch)
+		if err == nil {
+			t.Fatalf("request across a max-context drift answered %d tokens without an error", len(toks))
+		}
+	}
+	if !strings.Contains(err.Error(), "max context") {
+		t.Fatalf("drift error %q does not name the max context", err)
+	}
+	pre.drained(t)
+	restarted.drained(t)
+}
+
+// A prefill worker that accepts the call and never answers (SIGSTOP) costs
+// the client PrefillTimeout, not the whole stall, and frees decode's pages.
+func TestStalledPrefillHitsTheDeadlineAndFreesDecode(t *testing.T) {
+	dec := startWorker(t, worker.Decode, smallPool)
+	stalled := startWorker(t, worker.Prefill, smallPool)
+	release := make(chan struct{})
+	defer close(release)
+	stalled.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		stalled.w.ServeHTTP(rw, r)
+	})
+	g := newGatewayWith(t, []*node{stalled}, []*node{dec}, func(c *Config) { c.PrefillTimeout = 50 * time.Millisecond })
+	_, err := g.Submit(context.Background(), engine.Request{Prompt: make([]int32, 40), MaxTokens: 1})
+	if !errors.Is(err, engine.ErrInternal) || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("submit to a stalled prefill worker: %v", err)
+	}
 	dec.drained(t)
 }

@@ -78,7 +78,8 @@ func New(cfg Config, eng Engine) (*Worker, error) {
 	}
 	pool := eng.Pool()
 	w := &Worker{cfg: cfg, eng: eng, log: cfg.Logger, senders: map[string]*transfer.Sender{},
-		layout: transfer.Layout{PageSize: pool.PageSize(), DType: pool.DType(), Layers: cfg.Layers, KVDim: cfg.KVDim}}
+		layout: transfer.Layout{PageSize: pool.PageSize(), DType: pool.DType(), Layers: cfg.Layers, KVDim: cfg.KVDim,
+			MaxContext: eng.MaxContext()}}
 	copy(w.layout.ModelDigest[:], digest)
 	if err := w.layout.Validate(); err != nil {
 		return nil, err
