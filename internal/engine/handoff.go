@@ -25,7 +25,10 @@ import (
 // return to the free list while the transfer reads them.
 type Handoff struct {
 	Tokens int
-	Pages  []int32 // physical pages, logical order
+	// CachedTokens of Tokens came from the prefix cache (the request's
+	// usage.cached_tokens in disaggregated serving).
+	CachedTokens int
+	Pages        []int32 // physical pages, logical order
 	// Ready delivers how many layers of the pages are final, as the last
 	// chunk's forward pass computes them; it is closed when that step
 	// ended (early, if it failed). Pass it to transfer.Sender.Send so the
@@ -57,7 +60,7 @@ func (e *Engine) Prefill(ctx context.Context, req Request) (*Handoff, error) {
 	for ev := range j.events {
 		switch {
 		case ev.handoff != nil:
-			h := &Handoff{Tokens: ev.handoff.Tokens, Pages: ev.handoff.Pages, e: e, id: j.id}
+			h := &Handoff{Tokens: ev.handoff.Tokens, CachedTokens: ev.handoff.Cached, Pages: ev.handoff.Pages, e: e, id: j.id}
 			if ev.ready != nil {
 				h.Ready = ev.ready
 			}

@@ -130,7 +130,7 @@ func (e *Engine) deliver(u sched.Update, ev Event) {
 		if u.HasToken && slices.Contains(j.stopSet, u.Token) {
 			reason = FinishStop
 		}
-		e.end(u.ID, Event{Finish: &Finish{Reason: reason, Usage: Usage{PromptTokens: len(j.req.Prompt), CompletionTokens: j.n}}})
+		e.end(u.ID, Event{Finish: &Finish{Reason: reason, Usage: Usage{PromptTokens: len(j.req.Prompt), CompletionTokens: j.n, CachedTokens: u.Cached}}})
 	}
 }
 

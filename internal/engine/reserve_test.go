@@ -228,3 +228,26 @@ func TestFullyCachedPrefillDoesNotFreezeTheQueue(t *testing.T) {
 	}
 	waitDrained(t, e)
 }
+
+func TestUsageCountsPrefixCachedPromptTokens(t *testing.T) {
+	e := newEngine(t, Config{}, 1024, 16)
+	req := Request{Prompt: randPrompt(rand.New(rand.NewPCG(9, 9)), 40), MaxTokens: 2, Tenant: "a", CacheSalt: []byte("a")}
+	if r := run(t, e, req); r.err != nil || r.finish.Usage.CachedTokens != 0 {
+		t.Fatalf("first run: %+v", r)
+	}
+	before := e.Stats().PrefixHitTokens
+	r := run(t, e, req)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	hit := int(e.Stats().PrefixHitTokens - before)
+	if r.finish.Usage.CachedTokens != 32 || hit != 32 {
+		t.Fatalf("second run: usage cached_tokens %d, prefix hits %d; want 32 (two whole pages of the 40-token prompt)", r.finish.Usage.CachedTokens, hit)
+	}
+	other := req
+	other.CacheSalt = []byte("b")
+	if r := run(t, e, other); r.finish.Usage.CachedTokens != 0 {
+		t.Fatalf("another tenant's salt reported %d cached tokens", r.finish.Usage.CachedTokens)
+	}
+	waitDrained(t, e)
+}

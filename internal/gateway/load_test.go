@@ -184,3 +184,30 @@ func TestStalledPrefillHitsTheDeadlineAndFreesDecode(t *testing.T) {
 	}
 	dec.drained(t)
 }
+
+func TestDisaggregatedUsageReportsPrefillCachedTokens(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, smallPool), startWorker(t, worker.Decode, smallPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	words := copymodel.AuditWords()
+	prompt, _ := canaryPrompt(t, g, words.Canary[:8], 5, 100, 3)
+	var cached []int
+	for range 2 {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 2, CacheSalt: []byte("s")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range ch {
+			if ev.Err != nil {
+				t.Fatal(ev.Err)
+			}
+			if ev.Finish != nil {
+				cached = append(cached, ev.Finish.Usage.CachedTokens)
+			}
+		}
+	}
+	if len(cached) != 2 || cached[0] != 0 || cached[1] != 96 {
+		t.Fatalf("cached_tokens of two identical 100-token prompts: %v, want [0 96]", cached)
+	}
+	pre.drained(t)
+	dec.drained(t)
+}

@@ -68,6 +68,7 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 	if err != nil {
 		return nil, err
 	}
+	cached := 0 // prompt tokens prefill found in its prefix cache
 	if r.handoff > 0 {
 		pctx, pcancel := context.WithTimeout(r.ctx, g.cfg.PrefillTimeout)
 		pre.inflight.Add(1)
@@ -75,6 +76,10 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 			worker.PrefillRequest{TransferID: tid, Nonce: nonce, DecodeKV: r.dec.info.KVAddr, Request: req})
 		pre.inflight.Add(-1)
 		if err == nil {
+			var pr worker.PrefillResponse
+			if json.NewDecoder(io.LimitReader(presp.Body, 1<<16)).Decode(&pr) == nil {
+				cached = pr.CachedTokens
+			}
 			presp.Body.Close()
 		} else if ctx.Err() == nil && pctx.Err() != nil {
 			err = fmt.Errorf("%w: prefill worker %s: no answer within %s", engine.ErrInternal, pre.url, g.cfg.PrefillTimeout)
@@ -108,7 +113,9 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 			case l.Token != nil:
 				events <- engine.Event{Token: l.Token.ID, Logprob: l.Token.Logprob, TopLogprobs: l.Token.TopLogprobs}
 			case l.Finish != nil:
-				events <- engine.Event{Finish: &engine.Finish{Reason: l.Finish.Reason, Usage: l.Finish.Usage}}
+				u := l.Finish.Usage
+				u.CachedTokens += cached // decode computes none of the prompt from cache
+				events <- engine.Event{Finish: &engine.Finish{Reason: l.Finish.Reason, Usage: u}}
 				return
 			case l.Error != nil:
 				events <- engine.Event{Err: worker.DecodeError(l.Error)}

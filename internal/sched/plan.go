@@ -48,6 +48,9 @@ type Update struct {
 	HasToken bool
 	State    State // the request's state afterwards
 	Err      error // set when the request was aborted
+	// Cached is how many prompt tokens the prefix cache supplied when the
+	// request first started (usage's cached_tokens).
+	Cached int
 	// Handoff is set when a prefill-only request finished its prompt: the
 	// caller streams those pages to decode, then calls HandoffDone.
 	Handoff *Handoff

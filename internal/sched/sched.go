@@ -51,6 +51,8 @@ type seq struct {
 	stale     bool     // leakrepro builds only: see placeholder
 	incoming  bool     // decode side of a transfer: KV arrives from prefill
 	handoff   *Handoff // prefill side, Transferring: pages leased to the transfer
+	cached    int      // prompt tokens the prefix cache supplied on first start
+	started   bool     // has entered the running set once
 }
 
 // Scheduler is the continuous-batching scheduler over one KV pool.

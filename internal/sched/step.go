@@ -89,6 +89,9 @@ func (s *Scheduler) start(q *seq) error {
 		return fmt.Errorf("sched: request %d: %w", q.req.ID, err)
 	}
 	q.computed = n
+	if !q.started {
+		q.started, q.cached = true, n // a restart after preemption is not a new hit for usage
+	}
 	s.prefixQueries++
 	s.prefixHitTokens += uint64(n)
 	return nil

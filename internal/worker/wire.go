@@ -75,6 +75,8 @@ type PrefillRequest struct {
 // PrefillResponse is prefill's answer once decode acknowledged the KV.
 type PrefillResponse struct {
 	HandoffTokens int `json:"handoff_tokens"`
+	// CachedTokens of them came from prefill's prefix cache.
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // Line is one NDJSON line of the decode stream: exactly one field is set.
