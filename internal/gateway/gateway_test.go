@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -37,6 +38,12 @@ func startWorker(t *testing.T, role worker.Role, pool loader.PoolOptions) *node 
 
 func startWorkerWith(t *testing.T, role worker.Role, pool loader.PoolOptions, ec engine.Config) *node {
 	t.Helper()
+	return startWorkerOn(t, role, pool, ec, nil)
+}
+
+// startWorkerOn is startWorkerWith serving on ln (nil: a fresh port).
+func startWorkerOn(t *testing.T, role worker.Role, pool loader.PoolOptions, ec engine.Config, ln net.Listener) *node {
+	t.Helper()
 	m, err := loader.Load(loader.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +62,17 @@ func startWorkerWith(t *testing.T, role worker.Role, pool loader.PoolOptions, ec
 		t.Fatal(err)
 	}
 	n := &node{eng: eng, w: w}
-	n.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	n.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			n.hits.Add(1)
 		}
 		w.ServeHTTP(rw, r)
 	}))
+	if ln != nil {
+		n.srv.Listener.Close()
+		n.srv.Listener = ln
+	}
+	n.srv.Start()
 	t.Cleanup(func() {
 		n.srv.CloseClientConnections()
 		n.srv.Close()

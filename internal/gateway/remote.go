@@ -25,7 +25,9 @@ func (g *Gateway) MaxContext() int {
 }
 
 // Ready reports whether a healthy prefill+decode pair exists.
-func (g *Gateway) Ready() bool { return g.pick(worker.Prefill) != nil && g.pick(worker.Decode) != nil }
+func (g *Gateway) Ready() bool {
+	return g.isStarted() && g.pick(worker.Prefill) != nil && g.pick(worker.Decode) != nil
+}
 
 // Stats sums the workers' last reported load.
 func (g *Gateway) Stats() engine.Stats {
@@ -49,6 +51,9 @@ func (g *Gateway) Stats() engine.Stats {
 // Prefill's and decode's client errors come back as the same typed errors
 // an engine returns, so the client sees the same 4xx.
 func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
+	if !g.isStarted() {
+		return nil, fmt.Errorf("%w: no worker has answered yet", engine.ErrShuttingDown)
+	}
 	maxCtx := g.MaxContext()
 	switch {
 	case len(req.Prompt) == 0:
