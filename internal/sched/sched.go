@@ -40,19 +40,20 @@ func (c Config) Validate() error {
 
 // seq is the scheduler's view of one admitted request.
 type seq struct {
-	req       Request
-	state     State
-	pt        *kvcache.PageTable
-	tokens    []int32 // prompt then generated tokens
-	computed  int     // leading tokens whose KV is committed
-	generated int
-	pages     []int32  // reused buffer for the plan's page list
-	planned   uint64   // the step that last planned it
-	stale     bool     // leakrepro builds only: see placeholder
-	incoming  bool     // decode side of a transfer: KV arrives from prefill
-	handoff   *Handoff // prefill side, Transferring: pages leased to the transfer
-	cached    int      // prompt tokens the prefix cache supplied on first start
-	started   bool     // has entered the running set once
+	req         Request
+	state       State
+	pt          *kvcache.PageTable
+	tokens      []int32 // prompt then generated tokens
+	computed    int     // leading tokens whose KV is committed
+	generated   int
+	pages       []int32  // reused buffer for the plan's page list
+	planned     uint64   // the step that last planned it
+	stale       bool     // leakrepro builds only: see placeholder
+	incoming    bool     // decode side of a transfer: KV arrives from prefill
+	handoff     *Handoff // prefill side, Transferring: pages leased to the transfer
+	cached      int      // prompt tokens the prefix cache supplied on first start
+	preemptions int      // times preempted (see victim)
+	started     bool     // has entered the running set once
 }
 
 // Scheduler is the continuous-batching scheduler over one KV pool.
@@ -184,6 +185,7 @@ func (s *Scheduler) preempt(q *seq) error {
 	}
 	s.pool.Free(q.pt)
 	q.computed = 0
+	q.preemptions++
 	s.running = slices.DeleteFunc(s.running, func(x *seq) bool { return x == q })
 	s.waiting.push(q, true)
 	return nil
