@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bulkhead-llm/bulkhead/internal/api"
 	"github.com/bulkhead-llm/bulkhead/internal/gateway"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 )
@@ -95,6 +94,5 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 		return err
 	}
 	defer g.Close()
-	srv := api.NewServer(api.Config{ModelID: g.Model()}, g, g.Tokenizer(), tenants, logger)
-	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
+	return listenAndServe(ctx, o.listen, newLateServer(ctx, g, tenants, logger), o.drain, logger, ready)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
@@ -96,6 +97,14 @@ func shuttingDown() *apiError {
 		Message: "the server is shutting down; retry on another replica", reason: "shutting_down"}
 }
 
+// overloaded answers load (every worker's queue at its bound) with 503 and
+// Retry-After, never a 500.
+func overloaded(e *engine.OverloadedError) *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "overloaded",
+		Message:    "the server is at capacity; retry after the interval in Retry-After",
+		RetryAfter: max(1, int((e.RetryAfter+time.Second-1)/time.Second)), reason: "overloaded"}
+}
+
 func internalError(requestID string) *apiError {
 	return &apiError{Status: http.StatusInternalServerError, Type: typeServer, Code: "internal_error",
 		Message: "internal server error; request id " + requestID, reason: "internal"}
@@ -117,9 +126,12 @@ func contextLengthError(param string, cle *engine.ContextLengthError) *apiError 
 // that is not the requester's.
 func engineError(err error, param, requestID string) *apiError {
 	var cle *engine.ContextLengthError
+	var ole *engine.OverloadedError
 	switch {
 	case errors.As(err, &cle):
 		return contextLengthError(param, cle)
+	case errors.As(err, &ole):
+		return overloaded(ole)
 	case errors.Is(err, engine.ErrInvalidRequest):
 		return invalid("", "invalid_request", "%v", err)
 	case errors.Is(err, engine.ErrShuttingDown):

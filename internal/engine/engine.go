@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/kvcache"
 	"github.com/bulkhead-llm/bulkhead/internal/model"
@@ -32,6 +33,13 @@ type Config struct {
 	EOG []int32
 	// VocabSize bounds prompt token ids.
 	VocabSize int
+	// ReserveWait bounds how long Reserve waits for pages; 0 means 30s.
+	ReserveWait time.Duration
+	// ReserveQueue bounds how many Reserve calls may wait; 0 means 256.
+	ReserveQueue int
+	// CloseGrace is how long Close waits for transfers in flight to end
+	// before it frees their pages anyway; 0 means 2s.
+	CloseGrace time.Duration
 }
 
 func (c *Config) defaults() {
@@ -40,6 +48,15 @@ func (c *Config) defaults() {
 	}
 	if c.MaxRunning == 0 {
 		c.MaxRunning = 64
+	}
+	if c.ReserveWait <= 0 {
+		c.ReserveWait = 30 * time.Second
+	}
+	if c.ReserveQueue <= 0 {
+		c.ReserveQueue = 256
+	}
+	if c.CloseGrace <= 0 {
+		c.CloseGrace = 2 * time.Second
 	}
 }
 
@@ -56,7 +73,8 @@ type Engine struct {
 	mu      sync.Mutex
 	inbox   []func() // run by the loop, in order
 	cancels []uint64
-	closed  bool
+	closed  bool // no new requests
+	exited  bool // the loop is gone: nothing posted will run
 	stats   Stats
 	wake    chan struct{}
 	done    chan struct{}
@@ -64,7 +82,8 @@ type Engine struct {
 	nextID      atomic.Uint64
 	jobs        map[uint64]*job // owned by the loop
 	preemptions uint64          // owned by the loop
-	prefix      struct{ queries, hits uint64 }
+	resq        fairQueue       // reservations waiting for pages, owned by the loop
+	stopping    bool            // the loop is shutting down (loop only)
 }
 
 // job is one request as the loop sees it.
@@ -178,6 +197,13 @@ func (e *Engine) newJob(req Request, prefillOnly bool) (*job, error) {
 
 // enqueue hands j to the loop and ties its cancellation to ctx.
 func (e *Engine) enqueue(ctx context.Context, j *job) error {
+	return e.enqueueFn(ctx, j, func() { e.start(j) })
+}
+
+// enqueueFn ties j's cancellation to ctx and posts fn, which takes j in,
+// to the loop. j.stop is set here, before the loop can see j, so the loop
+// never finds it unset.
+func (e *Engine) enqueueFn(ctx context.Context, j *job, fn func()) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -186,7 +212,21 @@ func (e *Engine) enqueue(ctx context.Context, j *job) error {
 	// Registered under the lock: a cancel callback needs the lock too, so
 	// its id reaches the loop after the job does.
 	j.stop = context.AfterFunc(ctx, func() { e.cancel(j.id) })
-	e.inbox = append(e.inbox, func() { e.start(j) })
+	e.inbox = append(e.inbox, fn)
+	e.poke()
+	return nil
+}
+
+// postAlways runs fn on the loop, also while Close drains transfers; it
+// fails only once the loop has exited.
+func (e *Engine) postAlways(fn func()) error {
+	e.mu.Lock()
+	if e.exited {
+		e.mu.Unlock()
+		return ErrShuttingDown
+	}
+	e.inbox = append(e.inbox, fn)
+	e.mu.Unlock()
 	e.poke()
 	return nil
 }
@@ -197,19 +237,6 @@ func (e *Engine) start(j *job) {
 	if err := e.sched.Submit(j.adm); err != nil {
 		e.end(j.id, Event{Err: fmt.Errorf("%w: %v", ErrInvalidRequest, err)})
 	}
-}
-
-// post runs fn on the loop; it fails once the engine is closing.
-func (e *Engine) post(fn func()) error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return ErrShuttingDown
-	}
-	e.inbox = append(e.inbox, fn)
-	e.mu.Unlock()
-	e.poke()
-	return nil
 }
 
 func (e *Engine) validate(req Request) error {
@@ -246,7 +273,9 @@ func (e *Engine) poke() {
 }
 
 // Close stops the loop. Requests still live end with ErrShuttingDown and
-// their pages are freed; Close returns when the loop has exited.
+// their pages are freed; transfers in flight get Config.CloseGrace to end
+// (their Done and Release are still accepted), then their pages are freed
+// too. Close returns when the loop has exited.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	already := e.closed

@@ -210,9 +210,15 @@ func TestBatchAndHistoryInvariance(t *testing.T) {
 	e := newEngine(t, Config{TokenBudget: 48, MaxRunning: 8}, 512, 8)
 	var wg sync.WaitGroup
 	for i := range 4 {
-		noise := Request{Tenant: "noisy", Prompt: randPrompt(rng, 200), MaxTokens: 20, IgnoreEOS: true}
+		// Submitted here, together, so that they overlap and outgrow the
+		// pool; collected concurrently.
+		noise := Request{Tenant: "noisy", Prompt: randPrompt(rng, 150), MaxTokens: 100, IgnoreEOS: true}
+		ch, err := e.Submit(context.Background(), noise)
+		if err != nil {
+			t.Fatal(err)
+		}
 		wg.Go(func() {
-			if r := run(t, e, noise); r.err != nil {
+			if r := collect(ch); r.err != nil {
 				t.Errorf("noise %d: %v", i, r.err)
 			}
 		})
@@ -241,7 +247,8 @@ func TestBatchAndHistoryInvariance(t *testing.T) {
 		}
 	}
 	// The pool (512 tokens) is smaller than the noisy tenant's four
-	// 220-token requests, so recompute-preemption must have happened.
+	// 250-token requests, and they outgrow the one page of headroom each
+	// that admission keeps, so recompute-preemption must have happened.
 	if e.Stats().Preemptions == 0 {
 		t.Error("no preemption happened; the test no longer covers recompute")
 	}

@@ -20,83 +20,15 @@ import (
 // prefill side's logits or sampler state, and its output is exactly what one
 // engine would have produced.
 
-// Reservation is a decode worker's request waiting for its prompt's KV.
-type Reservation struct {
-	// Pages are the physical pages for positions [0, len(prompt)-1), in
-	// logical order, owned by this request; the transfer writes into them.
-	Pages []int32
-	// Events delivers the request's output once Done(nil) was called, as
-	// Submit's channel does. It ends with an error if the transfer failed.
-	Events <-chan Event
-
-	e    *Engine
-	id   uint64
-	once sync.Once
-}
-
-// Reserve admits req on this (decode) engine and reserves pages for the KV
-// of every prompt token but the last. Admission runs first, before any page
-// exists (DESIGN I4). The caller must call Done exactly once.
-func (e *Engine) Reserve(ctx context.Context, req Request) (*Reservation, error) {
-	j, err := e.newJob(req, false)
-	if err != nil {
-		return nil, err
-	}
-	if len(req.Prompt) < 2 {
-		return nil, fmt.Errorf("%w: a transferred prompt needs at least 2 tokens", ErrInvalidRequest)
-	}
-	j.transferring = true
-	type reply struct {
-		pages []int32
-		err   error
-	}
-	rc := make(chan reply, 1)
-	if err := e.post(func() {
-		pages, err := e.sched.SubmitTransfer(j.adm)
-		if err == nil {
-			e.jobs[j.id] = j
-		}
-		rc <- reply{pages, err}
-	}); err != nil {
-		return nil, err
-	}
-	r := <-rc
-	if r.err != nil {
-		return nil, fmt.Errorf("engine: reserving pages: %w", r.err)
-	}
-	j.stop = context.AfterFunc(ctx, func() { e.cancel(j.id) })
-	return &Reservation{Pages: r.pages, Events: j.events, e: e, id: j.id}, nil
-}
-
-// Done ends the transfer: nil means every reserved page holds verified KV
-// and the transfer will not touch them again; an error aborts the request,
-// frees its pages and ends Events with that error. Later calls do nothing.
-func (r *Reservation) Done(err error) {
-	r.once.Do(func() {
-		perr := r.e.post(func() {
-			j := r.e.jobs[r.id]
-			if j == nil && err == nil {
-				err = ErrAborted // ended meanwhile (shutdown, internal error)
-			}
-			if derr := r.e.sched.TransferDone(r.id, err); derr != nil || err != nil {
-				if err == nil {
-					err = derr
-				}
-				r.e.end(r.id, Event{Err: fmt.Errorf("%w: KV transfer: %v", ErrAborted, err)})
-				return
-			}
-			j.transferring = false
-		})
-		_ = perr // closed: shutdown already ended the stream
-	})
-}
-
 // Handoff is a prefill worker's computed prompt: the pages holding the KV of
 // positions [0, Tokens), pinned by leases until Release, so they never
 // return to the free list while the transfer reads them.
 type Handoff struct {
 	Tokens int
-	Pages  []int32 // physical pages, logical order
+	// CachedTokens of Tokens came from the prefix cache (the request's
+	// usage.cached_tokens in disaggregated serving).
+	CachedTokens int
+	Pages        []int32 // physical pages, logical order
 	// Ready delivers how many layers of the pages are final, as the last
 	// chunk's forward pass computes them; it is closed when that step
 	// ended (early, if it failed). Pass it to transfer.Sender.Send so the
@@ -128,7 +60,7 @@ func (e *Engine) Prefill(ctx context.Context, req Request) (*Handoff, error) {
 	for ev := range j.events {
 		switch {
 		case ev.handoff != nil:
-			h := &Handoff{Tokens: ev.handoff.Tokens, Pages: ev.handoff.Pages, e: e, id: j.id}
+			h := &Handoff{Tokens: ev.handoff.Tokens, CachedTokens: ev.handoff.Cached, Pages: ev.handoff.Pages, e: e, id: j.id}
 			if ev.ready != nil {
 				h.Ready = ev.ready
 			}
@@ -144,7 +76,7 @@ func (e *Engine) Prefill(ctx context.Context, req Request) (*Handoff, error) {
 // transfer's error. The leases are dropped and the pages freed.
 func (h *Handoff) Release(err error) {
 	h.once.Do(func() {
-		_ = h.e.post(func() {
+		_ = h.e.postAlways(func() {
 			if derr := h.e.sched.HandoffDone(h.id, err); derr != nil {
 				slog.Error("engine: releasing a handoff", "err", derr)
 			}

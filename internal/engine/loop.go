@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/model"
 	"github.com/bulkhead-llm/bulkhead/internal/sample"
@@ -24,6 +25,7 @@ func (e *Engine) loop() {
 			e.shutdown()
 			return
 		}
+		e.grantReservations()
 		if e.sched.Running()+e.sched.Waiting() == 0 {
 			e.refreshStats()
 			<-e.wake
@@ -37,6 +39,9 @@ func (e *Engine) loop() {
 		e.preemptions += uint64(len(plan.Evicted))
 		for _, a := range plan.Aborted {
 			e.end(a.ID, Event{Err: fmt.Errorf("%w: %v", ErrInternal, a.Err)})
+		}
+		for _, u := range plan.Handoffs {
+			e.deliver(u, Event{})
 		}
 		seqs = seqs[:0]
 		for _, it := range plan.Items {
@@ -75,7 +80,7 @@ func (e *Engine) loop() {
 			e.deliver(u, ev)
 		}
 		clear(pending)
-		if len(plan.Items) == 0 && len(plan.Aborted) == 0 {
+		if len(plan.Items) == 0 && len(plan.Aborted) == 0 && len(plan.Handoffs) == 0 {
 			// Nothing could run (every waiting request needs pages that are
 			// not there yet); wait for a submission, a cancel or a close.
 			e.refreshStats()
@@ -125,7 +130,7 @@ func (e *Engine) deliver(u sched.Update, ev Event) {
 		if u.HasToken && slices.Contains(j.stopSet, u.Token) {
 			reason = FinishStop
 		}
-		e.end(u.ID, Event{Finish: &Finish{Reason: reason, Usage: Usage{PromptTokens: len(j.req.Prompt), CompletionTokens: j.n}}})
+		e.end(u.ID, Event{Finish: &Finish{Reason: reason, Usage: Usage{PromptTokens: len(j.req.Prompt), CompletionTokens: j.n, CachedTokens: u.Cached}}})
 	}
 }
 
@@ -157,6 +162,9 @@ func (e *Engine) intake() bool {
 		fn()
 	}
 	for _, id := range cancels {
+		if e.withdraw(id, ErrAborted) {
+			continue // a reservation still waiting for pages
+		}
 		if j, live := e.jobs[id]; live && !j.transferring {
 			// A transferring job is ended by its transfer, which sees the
 			// same context and reports through Reservation.Done.
@@ -176,15 +184,58 @@ func (e *Engine) failAll(err error) {
 	}
 }
 
+// shutdown ends every request. Waiting reservations and running requests
+// end at once; transfers in flight get CloseGrace to report (Done and
+// Release stay accepted), then every page left is freed, leases included,
+// so the pool drains (DESIGN I7) whatever the callers do.
 func (e *Engine) shutdown() {
-	e.failAll(ErrShuttingDown)
+	e.stopping = true
+	for w := e.resq.peek(); w != nil; w = e.resq.peek() {
+		e.resq.pop()
+		w.reply <- reserveReply{err: ErrShuttingDown}
+	}
+	for id, j := range e.jobs {
+		if !j.transferring {
+			_ = e.sched.Cancel(id)
+			e.end(id, Event{Err: ErrShuttingDown})
+		}
+	}
+	grace := time.NewTimer(e.cfg.CloseGrace)
+	defer grace.Stop()
+	for waiting := true; waiting && e.sched.Tracked() > 0; {
+		select {
+		case <-e.wake:
+			e.runInbox()
+		case <-grace.C:
+			waiting = false
+		}
+	}
+	e.sched.Drop()
+	for id := range e.jobs {
+		e.end(id, Event{Err: ErrShuttingDown})
+	}
+	e.mu.Lock()
+	e.exited = true
+	e.mu.Unlock()
+	e.runInbox() // posted before exit: each answers its caller
 	e.refreshStats()
+}
+
+// runInbox runs what was posted, during shutdown (cancels no longer matter).
+func (e *Engine) runInbox() {
+	e.mu.Lock()
+	inbox := e.inbox
+	e.inbox, e.cancels = nil, nil
+	e.mu.Unlock()
+	for _, fn := range inbox {
+		fn()
+	}
 }
 
 // refreshStats publishes a snapshot for Stats.
 func (e *Engine) refreshStats() {
 	st := Stats{
-		Running: e.sched.Running(), Waiting: e.sched.Waiting(),
+		Running: e.sched.Running(), Waiting: e.sched.Waiting(), ReservationsWaiting: e.resq.len(),
 		PagesTotal: e.pool.UsablePages(), PagesFree: e.pool.FreePages(),
 		OwnershipFailures: e.pool.OwnershipFailures(), Preemptions: e.preemptions,
 	}

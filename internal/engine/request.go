@@ -5,6 +5,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
@@ -96,6 +97,16 @@ func (e *ContextLengthError) Error() string {
 		e.PromptTokens, e.Limit, e.MaxContext)
 }
 
+// OverloadedError says the engine has no room now (every page in use and
+// the wait bounded, or the wait queue full); the request was never
+// started. Callers retry elsewhere or answer 503 with Retry-After.
+type OverloadedError struct {
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *OverloadedError) Error() string { return "engine overloaded: " + e.Reason }
+
 // Sentinel errors callers branch on.
 var (
 	ErrInvalidRequest = errors.New("invalid request") // wrapped with the reason
@@ -106,12 +117,14 @@ var (
 
 // Stats is a snapshot of the engine for metrics and readiness.
 type Stats struct {
-	Running, Waiting  int
-	PagesTotal        int // usable pages (the sentinel page excluded)
-	PagesFree         int
-	PagesCached       int // unreferenced pages kept for the prefix cache
-	PrefixQueries     uint64
-	PrefixHitTokens   uint64
-	OwnershipFailures uint64
-	Preemptions       uint64
+	Running, Waiting int
+	// ReservationsWaiting counts Reserve calls queued for pages.
+	ReservationsWaiting int
+	PagesTotal          int // usable pages (the sentinel page excluded)
+	PagesFree           int
+	PagesCached         int // unreferenced pages kept for the prefix cache
+	PrefixQueries       uint64
+	PrefixHitTokens     uint64
+	OwnershipFailures   uint64
+	Preemptions         uint64
 }

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,8 +44,17 @@ type Config struct {
 	// the reference worker's.
 	ModelDigest   string
 	CheckInterval time.Duration // default 5s
-	Logger        *slog.Logger
-	Client        *http.Client // default: keep-alive client with a 5s dial timeout
+	// ReserveTimeout bounds the wait for a decode worker's reservation
+	// (it queues when its pool is full); default 45s.
+	ReserveTimeout time.Duration
+	// PrefillTimeout bounds a prefill call, queueing, compute and
+	// transfer included; default 120s.
+	PrefillTimeout time.Duration
+	// StreamIdle bounds the gap between two lines of a decode stream;
+	// default 60s.
+	StreamIdle time.Duration
+	Logger     *slog.Logger
+	Client     *http.Client // default: keep-alive client with a 5s dial timeout
 }
 
 // member is one worker as the gateway sees it.
@@ -54,6 +64,9 @@ type member struct {
 	healthy bool
 	problem string // why it is unhealthy, for logs
 	info    worker.Info
+	// inflight counts this gateway's requests on the worker now; with the
+	// last reported free pages it ranks workers (see ranked).
+	inflight *atomic.Int64
 }
 
 // Gateway routes requests to workers. It implements api.Engine.
@@ -69,20 +82,32 @@ type Gateway struct {
 	members []*member
 	rr      [2]uint64 // round-robin counters: prefill, decode
 
-	nextID atomic.Uint64
-	stop   context.CancelFunc
-	done   chan struct{}
+	nextID  atomic.Uint64
+	started chan struct{} // closed by tryStart
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
-// New checks every worker once, fixes the reference configuration, fetches
-// the tokenizer from a healthy worker and starts the periodic check. It
-// fails when no worker answers at all.
+// New checks every worker once and, if one answers, fixes the reference
+// configuration and fetches the tokenizer from a healthy worker. Workers
+// that are not up yet are no error: the gateway starts not ready and
+// probes them with backoff (100ms doubling to CheckInterval) until it can
+// start, then checks every CheckInterval (see Started).
 func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if len(cfg.Prefill) == 0 || len(cfg.Decode) == 0 {
 		return nil, fmt.Errorf("gateway: need at least one prefill and one decode worker (got %d and %d)", len(cfg.Prefill), len(cfg.Decode))
 	}
 	if cfg.CheckInterval <= 0 {
 		cfg.CheckInterval = 5 * time.Second
+	}
+	if cfg.ReserveTimeout <= 0 {
+		cfg.ReserveTimeout = 45 * time.Second
+	}
+	if cfg.PrefillTimeout <= 0 {
+		cfg.PrefillTimeout = 120 * time.Second
+	}
+	if cfg.StreamIdle <= 0 {
+		cfg.StreamIdle = 60 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -96,37 +121,68 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, client: cfg.Client, log: cfg.Logger, done: make(chan struct{})}
 	g.nextID.Store(uint64(time.Now().UnixNano()) << 16) // distinct across gateway restarts
 	for _, u := range cfg.Prefill {
-		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Prefill})
+		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Prefill, inflight: new(atomic.Int64)})
 	}
 	for _, u := range cfg.Decode {
-		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Decode})
+		g.members = append(g.members, &member{url: strings.TrimRight(u, "/"), role: worker.Decode, inflight: new(atomic.Int64)})
 	}
-	infos := g.fetchAll(ctx)
-	for i, m := range g.members {
-		if infos[i].err == nil {
-			g.want = infos[i].info
-			if cfg.ModelDigest != "" {
-				g.want.ModelDigest = cfg.ModelDigest
-			}
-			if cfg.MaxContext > 0 {
-				g.want.MaxContext = cfg.MaxContext
-			}
-			g.log.Info("gateway reference configuration", "from", m.url, "model", g.want.Model,
-				"digest", g.want.ModelDigest, "max_context", g.want.MaxContext, "page_size", g.want.PageSize, "kv_dtype", g.want.KVDType)
-			break
-		}
-	}
-	if g.want.ModelDigest == "" {
-		return nil, fmt.Errorf("gateway: no worker answered /v1/worker/info: %v", infos[0].err)
-	}
-	g.apply(infos)
-	if err := g.fetchTokenizer(ctx); err != nil {
-		return nil, err
+	g.started = make(chan struct{})
+	if !g.tryStart(ctx) {
+		g.log.Warn("gateway: no worker ready yet; probing with backoff", "prefill", cfg.Prefill, "decode", cfg.Decode)
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel
 	go g.checkLoop(cctx)
 	return g, nil
+}
+
+// tryStart reads every worker once; when one answers it fixes the
+// reference configuration (from the flags or that worker), applies the
+// infos, fetches the tokenizer and closes started. It reports whether the
+// gateway has started.
+func (g *Gateway) tryStart(ctx context.Context) bool {
+	infos := g.fetchAll(ctx)
+	want := worker.Info{}
+	for i, m := range g.members {
+		if infos[i].err == nil {
+			want = infos[i].info
+			if g.cfg.ModelDigest != "" {
+				want.ModelDigest = g.cfg.ModelDigest
+			}
+			if g.cfg.MaxContext > 0 {
+				want.MaxContext = g.cfg.MaxContext
+			}
+			g.log.Info("gateway reference configuration", "from", m.url, "model", want.Model,
+				"digest", want.ModelDigest, "max_context", want.MaxContext, "page_size", want.PageSize, "kv_dtype", want.KVDType)
+			break
+		}
+	}
+	if want.ModelDigest == "" {
+		return false
+	}
+	g.mu.Lock()
+	g.want = want
+	g.mu.Unlock()
+	g.apply(infos)
+	if err := g.fetchTokenizer(ctx); err != nil {
+		g.log.Warn("gateway: tokenizer not fetched yet", "err", err)
+		return false
+	}
+	close(g.started)
+	return true
+}
+
+// Started is closed once the gateway has its reference configuration and
+// tokenizer; until then it is not ready and refuses requests with 503.
+func (g *Gateway) Started() <-chan struct{} { return g.started }
+
+func (g *Gateway) isStarted() bool {
+	select {
+	case <-g.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close stops the periodic check.
@@ -135,11 +191,22 @@ func (g *Gateway) Close() {
 	<-g.done
 }
 
-// Tokenizer is the model's tokenizer, fetched from a worker.
-func (g *Gateway) Tokenizer() *tokenizer.Tokenizer { return g.tok }
+// Tokenizer is the model's tokenizer, fetched from a worker; nil until
+// Started is closed.
+func (g *Gateway) Tokenizer() *tokenizer.Tokenizer {
+	if !g.isStarted() {
+		return nil
+	}
+	return g.tok
+}
 
-// Model is the served model id.
-func (g *Gateway) Model() string { return g.model }
+// Model is the served model id ("" until Started is closed).
+func (g *Gateway) Model() string {
+	if !g.isStarted() {
+		return ""
+	}
+	return g.model
+}
 
 type fetched struct {
 	info worker.Info
@@ -233,6 +300,14 @@ func drift(want worker.Info, role worker.Role, got worker.Info) string {
 
 func (g *Gateway) checkLoop(ctx context.Context) {
 	defer close(g.done)
+	for backoff := 100 * time.Millisecond; !g.isStarted(); backoff = min(2*backoff, g.cfg.CheckInterval) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		g.tryStart(ctx)
+	}
 	t := time.NewTicker(g.cfg.CheckInterval)
 	defer t.Stop()
 	for {
@@ -247,10 +322,24 @@ func (g *Gateway) checkLoop(ctx context.Context) {
 
 // Check re-reads every worker now (tests and operators need not wait for
 // the next tick).
-func (g *Gateway) Check(ctx context.Context) { g.apply(g.fetchAll(ctx)) }
+func (g *Gateway) Check(ctx context.Context) {
+	if g.isStarted() {
+		g.apply(g.fetchAll(ctx))
+	}
+}
 
-// pick returns a healthy member of role, round-robin, or nil.
+// pick returns the best-ranked healthy member of role, or nil.
 func (g *Gateway) pick(role worker.Role) *member {
+	if r := g.ranked(role); len(r) > 0 {
+		return r[0]
+	}
+	return nil
+}
+
+// ranked returns copies of the healthy members of role, least loaded
+// first: fewest requests of ours in flight, then most free pages last
+// reported, ties broken round robin so equal workers share the load.
+func (g *Gateway) ranked(role worker.Role) []*member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	idx := 0
@@ -260,15 +349,24 @@ func (g *Gateway) pick(role worker.Role) *member {
 	var healthy []*member
 	for _, m := range g.members {
 		if m.role == role && m.healthy {
-			healthy = append(healthy, m)
+			c := *m
+			healthy = append(healthy, &c)
 		}
 	}
 	if len(healthy) == 0 {
 		return nil
 	}
 	g.rr[idx]++
-	m := *healthy[g.rr[idx]%uint64(len(healthy))]
-	return &m
+	off := int(g.rr[idx] % uint64(len(healthy)))
+	healthy = append(healthy[off:], healthy[:off]...)
+	sort.SliceStable(healthy, func(a, b int) bool {
+		la, lb := healthy[a].inflight.Load(), healthy[b].inflight.Load()
+		if la != lb {
+			return la < lb
+		}
+		return healthy[a].info.PagesFree > healthy[b].info.PagesFree
+	})
+	return healthy
 }
 
 func (g *Gateway) fetchTokenizer(ctx context.Context) error {

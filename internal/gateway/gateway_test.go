@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -32,11 +33,22 @@ type node struct {
 
 func startWorker(t *testing.T, role worker.Role, pool loader.PoolOptions) *node {
 	t.Helper()
+	return startWorkerWith(t, role, pool, engine.Config{TokenBudget: 256, MaxRunning: 8})
+}
+
+func startWorkerWith(t *testing.T, role worker.Role, pool loader.PoolOptions, ec engine.Config) *node {
+	t.Helper()
+	return startWorkerOn(t, role, pool, ec, nil)
+}
+
+// startWorkerOn is startWorkerWith serving on ln (nil: a fresh port).
+func startWorkerOn(t *testing.T, role worker.Role, pool loader.PoolOptions, ec engine.Config, ln net.Listener) *node {
+	t.Helper()
 	m, err := loader.Load(loader.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := m.NewEngine(pool, engine.Config{TokenBudget: 256, MaxRunning: 8})
+	eng, err := m.NewEngine(pool, ec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +62,17 @@ func startWorker(t *testing.T, role worker.Role, pool loader.PoolOptions) *node 
 		t.Fatal(err)
 	}
 	n := &node{eng: eng, w: w}
-	n.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	n.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			n.hits.Add(1)
 		}
 		w.ServeHTTP(rw, r)
 	}))
+	if ln != nil {
+		n.srv.Listener.Close()
+		n.srv.Listener = ln
+	}
+	n.srv.Start()
 	t.Cleanup(func() {
 		n.srv.CloseClientConnections()
 		n.srv.Close()
@@ -86,6 +103,11 @@ var smallPool = loader.PoolOptions{MaxContext: 1024, KVTokens: 4096}
 
 func newGateway(t *testing.T, pre, dec []*node) *Gateway {
 	t.Helper()
+	return newGatewayWith(t, pre, dec, func(*Config) {})
+}
+
+func newGatewayWith(t *testing.T, pre, dec []*node, set func(*Config)) *Gateway {
+	t.Helper()
 	var cfg Config
 	for _, n := range pre {
 		cfg.Prefill = append(cfg.Prefill, n.srv.URL)
@@ -95,6 +117,7 @@ func newGateway(t *testing.T, pre, dec []*node) *Gateway {
 	}
 	cfg.Logger = quiet
 	cfg.CheckInterval = time.Hour // tests call Check themselves
+	set(&cfg)
 	g, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -276,5 +299,17 @@ func TestClientCancelDuringPrefillAndTransferFreesBothWorkers(t *testing.T) {
 		}
 		pre.drained(t)
 		dec.drained(t)
+	}
+}
+
+// waitFor polls cond (no timed assertion: it fails only after 10s).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
@@ -24,7 +25,9 @@ func (g *Gateway) MaxContext() int {
 }
 
 // Ready reports whether a healthy prefill+decode pair exists.
-func (g *Gateway) Ready() bool { return g.pick(worker.Prefill) != nil && g.pick(worker.Decode) != nil }
+func (g *Gateway) Ready() bool {
+	return g.isStarted() && g.pick(worker.Prefill) != nil && g.pick(worker.Decode) != nil
+}
 
 // Stats sums the workers' last reported load.
 func (g *Gateway) Stats() engine.Stats {
@@ -48,6 +51,9 @@ func (g *Gateway) Stats() engine.Stats {
 // Prefill's and decode's client errors come back as the same typed errors
 // an engine returns, so the client sees the same 4xx.
 func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
+	if !g.isStarted() {
+		return nil, fmt.Errorf("%w: no worker has answered yet", engine.ErrShuttingDown)
+	}
 	maxCtx := g.MaxContext()
 	switch {
 	case len(req.Prompt) == 0:
@@ -57,59 +63,64 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 	case req.MaxTokens < 1:
 		return nil, fmt.Errorf("%w: max tokens %d must be at least 1", engine.ErrInvalidRequest, req.MaxTokens)
 	}
-	dec, pre := g.pick(worker.Decode), g.pick(worker.Prefill)
-	if dec == nil || pre == nil {
+	decs, pre := g.ranked(worker.Decode), g.pick(worker.Prefill)
+	if len(decs) == 0 || pre == nil {
 		return nil, fmt.Errorf("%w: no healthy prefill and decode worker pair", engine.ErrShuttingDown)
 	}
 	tid, nonce := g.nextID.Add(1), rand.Uint64()
-	sctx, cancel := context.WithCancel(ctx)
-	resp, err := g.post(sctx, dec.url+"/v1/worker/decode", worker.DecodeRequest{TransferID: tid, Nonce: nonce, Request: req})
+	dr := worker.DecodeRequest{TransferID: tid, Nonce: nonce, Request: req}
+	r, err := g.reserve(ctx, decs, dr)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	lines := bufio.NewReader(resp.Body)
-	first, err := readLine(lines)
-	if err != nil || first.Reserved == nil {
-		resp.Body.Close()
-		cancel()
-		if err == nil && first.Error != nil {
-			return nil, worker.DecodeError(first.Error)
-		}
-		return nil, fmt.Errorf("%w: decode worker %s: no reservation (%v)", engine.ErrInternal, dec.url, err)
-	}
-	if first.Reserved.HandoffTokens > 0 {
-		presp, err := g.post(sctx, pre.url+"/v1/worker/prefill",
-			worker.PrefillRequest{TransferID: tid, Nonce: nonce, DecodeKV: dec.info.KVAddr, Request: req})
+	cached := 0 // prompt tokens prefill found in its prefix cache
+	if r.handoff > 0 {
+		pctx, pcancel := context.WithTimeout(r.ctx, g.cfg.PrefillTimeout)
+		pre.inflight.Add(1)
+		presp, err := g.post(pctx, pre.url+"/v1/worker/prefill",
+			worker.PrefillRequest{TransferID: tid, Nonce: nonce, DecodeKV: r.dec.info.KVAddr, Request: req})
+		pre.inflight.Add(-1)
 		if err == nil {
+			var pr worker.PrefillResponse
+			if json.NewDecoder(io.LimitReader(presp.Body, 1<<16)).Decode(&pr) == nil {
+				cached = pr.CachedTokens
+			}
 			presp.Body.Close()
+		} else if ctx.Err() == nil && pctx.Err() != nil {
+			err = fmt.Errorf("%w: prefill worker %s: no answer within %s", engine.ErrInternal, pre.url, g.cfg.PrefillTimeout)
 		}
+		pcancel()
 		if err != nil {
 			// Closing decode's stream aborts its reservation and frees it.
-			resp.Body.Close()
-			cancel()
+			r.close()
 			return nil, err
 		}
 	}
 	events := make(chan engine.Event, req.MaxTokens+1)
 	go func() {
 		defer close(events)
-		defer cancel()
-		defer resp.Body.Close()
+		defer r.close()
+		// Every line must come within StreamIdle: a stalled decode worker
+		// ends the stream with an error instead of holding the client.
+		idle := time.AfterFunc(g.cfg.StreamIdle, r.cancel)
+		defer idle.Stop()
 		for {
-			l, err := readLine(lines)
+			l, err := readLine(r.lines)
+			idle.Reset(g.cfg.StreamIdle)
 			switch {
 			case err != nil:
 				if ctx.Err() != nil {
 					events <- engine.Event{Err: engine.ErrAborted}
 				} else {
-					events <- engine.Event{Err: fmt.Errorf("%w: decode worker %s: stream ended: %v", engine.ErrInternal, dec.url, err)}
+					events <- engine.Event{Err: fmt.Errorf("%w: decode worker %s: stream ended: %v", engine.ErrInternal, r.dec.url, err)}
 				}
 				return
 			case l.Token != nil:
 				events <- engine.Event{Token: l.Token.ID, Logprob: l.Token.Logprob, TopLogprobs: l.Token.TopLogprobs}
 			case l.Finish != nil:
-				events <- engine.Event{Finish: &engine.Finish{Reason: l.Finish.Reason, Usage: l.Finish.Usage}}
+				u := l.Finish.Usage
+				u.CachedTokens += cached // decode computes none of the prompt from cache
+				events <- engine.Event{Finish: &engine.Finish{Reason: l.Finish.Reason, Usage: u}}
 				return
 			case l.Error != nil:
 				events <- engine.Event{Err: worker.DecodeError(l.Error)}
@@ -118,6 +129,94 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 		}
 	}()
 	return events, nil
+}
+
+// reservation is an open decode stream whose pages are reserved.
+type reservation struct {
+	dec     *member
+	ctx     context.Context
+	cancel  context.CancelFunc
+	resp    *http.Response
+	lines   *bufio.Reader
+	handoff int
+}
+
+// close ends the stream (decode then aborts the request if it still runs)
+// and stops counting it against the worker.
+func (r *reservation) close() {
+	r.resp.Body.Close()
+	r.cancel()
+	r.dec.inflight.Add(-1)
+}
+
+// reserve asks the decode workers, least loaded first, to reserve the
+// request's pages, each within ReserveTimeout. A worker that is full
+// (overloaded), shutting down or unreachable has reserved nothing, so the
+// next one is tried; when every one was full the client gets the
+// OverloadedError (503 with Retry-After), never an internal error.
+func (g *Gateway) reserve(ctx context.Context, decs []*member, dr worker.DecodeRequest) (*reservation, error) {
+	var lastErr error
+	overloaded := false
+	for _, dec := range decs {
+		actx, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(g.cfg.ReserveTimeout, cancel)
+		dec.inflight.Add(1)
+		r, err := g.reserveOn(actx, dec, dr)
+		fired := !timer.Stop()
+		if err == nil && !fired {
+			r.ctx, r.cancel = actx, cancel
+			return r, nil
+		}
+		if r != nil {
+			r.resp.Body.Close()
+		}
+		cancel()
+		dec.inflight.Add(-1)
+		if ctx.Err() != nil {
+			return nil, engine.ErrAborted
+		}
+		var ol *engine.OverloadedError
+		var cl *engine.ContextLengthError
+		switch {
+		case fired:
+			overloaded = true
+			lastErr = &engine.OverloadedError{Reason: fmt.Sprintf("decode worker %s reserved no pages within %s", dec.url, g.cfg.ReserveTimeout), RetryAfter: g.cfg.ReserveTimeout}
+		case errors.As(err, &ol):
+			overloaded = true
+			lastErr = err
+		case errors.As(err, &cl), errors.Is(err, engine.ErrInvalidRequest):
+			return nil, err // the request's fault: the same everywhere
+		default:
+			g.log.Warn("decode worker failed a reservation; trying the next", "worker", dec.url, "err", err)
+			lastErr = err
+		}
+	}
+	if overloaded {
+		var ol *engine.OverloadedError
+		if !errors.As(lastErr, &ol) {
+			lastErr = &engine.OverloadedError{Reason: "every decode worker is full", RetryAfter: g.cfg.ReserveTimeout}
+		}
+	}
+	return nil, lastErr
+}
+
+// reserveOn opens dec's decode stream and reads its first line, the
+// reservation.
+func (g *Gateway) reserveOn(ctx context.Context, dec *member, dr worker.DecodeRequest) (*reservation, error) {
+	resp, err := g.post(ctx, dec.url+"/v1/worker/decode", dr)
+	if err != nil {
+		return nil, err
+	}
+	r := &reservation{dec: dec, resp: resp, lines: bufio.NewReader(resp.Body)}
+	first, err := readLine(r.lines)
+	switch {
+	case err == nil && first.Reserved != nil:
+		r.handoff = first.Reserved.HandoffTokens
+		return r, nil
+	case err == nil && first.Error != nil:
+		return r, worker.DecodeError(first.Error)
+	}
+	return r, fmt.Errorf("%w: decode worker %s: no reservation (%v)", engine.ErrInternal, dec.url, err)
 }
 
 // post sends a JSON body; a non-200 answer becomes the typed error its body

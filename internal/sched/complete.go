@@ -42,7 +42,7 @@ func (s *Scheduler) Complete(sampled []int32) ([]Update, error) {
 			if err != nil {
 				return ups, err
 			}
-			ups = append(ups, Update{ID: q.req.ID, State: q.state, Handoff: h})
+			ups = append(ups, Update{ID: q.req.ID, State: q.state, Handoff: h, Cached: q.cached})
 			continue
 		}
 		if !it.Sample {
@@ -73,5 +73,5 @@ func (s *Scheduler) accept(q *seq, tok int32) (Update, error) {
 		}
 		s.retire(q)
 	}
-	return Update{ID: q.req.ID, Token: tok, HasToken: true, State: q.state}, nil
+	return Update{ID: q.req.ID, Token: tok, HasToken: true, State: q.state, Cached: q.cached}, nil
 }

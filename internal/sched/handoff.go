@@ -12,6 +12,7 @@ import (
 // return to the free list while a transfer reads them.
 type Handoff struct {
 	Tokens int
+	Cached int     // of Tokens, how many the prefix cache supplied
 	Pages  []int32 // physical pages in logical order
 	leases []kvcache.Lease
 }
@@ -27,7 +28,7 @@ func (q *seq) target() int {
 
 // lease pins the pages holding q's first n positions.
 func (s *Scheduler) lease(q *seq, n int) (*Handoff, error) {
-	h := &Handoff{Tokens: n}
+	h := &Handoff{Tokens: n, Cached: q.cached}
 	for i := range s.pool.PagesFor(n) {
 		l, err := s.pool.Lease(q.pt, i)
 		if err != nil {
@@ -176,4 +177,17 @@ func (s *Scheduler) TransferDone(id uint64, err error) error {
 		return aerr
 	}
 	return err
+}
+
+// handOffCached hands off a waiting prefill-only q whose target is all in
+// the prefix cache: it is scheduled and handed off in one go.
+func (s *Scheduler) handOffCached(q *seq) (Update, error) {
+	if err := q.transition(EvSchedule); err != nil {
+		return Update{}, err
+	}
+	h, err := s.handOff(q)
+	if err != nil {
+		return Update{}, err
+	}
+	return Update{ID: q.req.ID, State: q.state, Handoff: h, Cached: q.cached}, nil
 }

@@ -25,6 +25,9 @@ type Plan struct {
 	Items   []Item
 	Aborted []Abort  // aborted (ownership check failed): report an internal error
 	Evicted []uint64 // preempted this step; they recompute later, output unchanged
+	// Handoffs are prefill-only requests whose whole target was already in
+	// the prefix cache: nothing to compute, handed off while planning.
+	Handoffs []Update
 
 	seqs []*seq // aligned with Items: who each item was planned for
 }
@@ -45,6 +48,9 @@ type Update struct {
 	HasToken bool
 	State    State // the request's state afterwards
 	Err      error // set when the request was aborted
+	// Cached is how many prompt tokens the prefix cache supplied when the
+	// request first started (usage's cached_tokens).
+	Cached int
 	// Handoff is set when a prefill-only request finished its prompt: the
 	// caller streams those pages to decode, then calls HandoffDone.
 	Handoff *Handoff

@@ -40,17 +40,20 @@ func (c Config) Validate() error {
 
 // seq is the scheduler's view of one admitted request.
 type seq struct {
-	req       Request
-	state     State
-	pt        *kvcache.PageTable
-	tokens    []int32 // prompt then generated tokens
-	computed  int     // leading tokens whose KV is committed
-	generated int
-	pages     []int32  // reused buffer for the plan's page list
-	planned   uint64   // the step that last planned it
-	stale     bool     // leakrepro builds only: see placeholder
-	incoming  bool     // decode side of a transfer: KV arrives from prefill
-	handoff   *Handoff // prefill side, Transferring: pages leased to the transfer
+	req         Request
+	state       State
+	pt          *kvcache.PageTable
+	tokens      []int32 // prompt then generated tokens
+	computed    int     // leading tokens whose KV is committed
+	generated   int
+	pages       []int32  // reused buffer for the plan's page list
+	planned     uint64   // the step that last planned it
+	stale       bool     // leakrepro builds only: see placeholder
+	incoming    bool     // decode side of a transfer: KV arrives from prefill
+	handoff     *Handoff // prefill side, Transferring: pages leased to the transfer
+	cached      int      // prompt tokens the prefix cache supplied on first start
+	preemptions int      // times preempted (see victim)
+	started     bool     // has entered the running set once
 }
 
 // Scheduler is the continuous-batching scheduler over one KV pool.
@@ -182,6 +185,7 @@ func (s *Scheduler) preempt(q *seq) error {
 	}
 	s.pool.Free(q.pt)
 	q.computed = 0
+	q.preemptions++
 	s.running = slices.DeleteFunc(s.running, func(x *seq) bool { return x == q })
 	s.waiting.push(q, true)
 	return nil
@@ -201,4 +205,26 @@ func (s *Scheduler) Preempt(id uint64) error {
 		return fmt.Errorf("sched: preempt %d in state %s: not running: %w", id, q.state, ErrIllegalTransition)
 	}
 	return s.preempt(q)
+}
+
+// Tracked counts the requests the scheduler still holds pages or leases
+// for, transfers in flight included.
+func (s *Scheduler) Tracked() int { return len(s.seqs) }
+
+// Drop ends every tracked request, transfers in flight included: leases
+// are released and pages freed. The engine calls it at close, once
+// transfers had their grace; nothing may use the pages afterwards.
+func (s *Scheduler) Drop() {
+	for id, q := range s.seqs {
+		if q.handoff != nil {
+			for _, l := range q.handoff.leases {
+				_ = s.pool.Release(l)
+			}
+			q.handoff = nil
+		}
+		_ = q.transition(EvAbort)
+		s.retire(q)
+		delete(s.seqs, id)
+	}
+	s.inflight = nil
 }

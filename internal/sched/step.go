@@ -44,7 +44,19 @@ func (s *Scheduler) Step() (*Plan, error) {
 		if err := s.start(q); err != nil {
 			return nil, err
 		}
-		if s.fits(q) == 0 { // no room: leave it at the head of its queue
+		if q.target() == q.computed {
+			// Entirely cached (a prefill-only prompt whose first n-1
+			// tokens are whole cached pages): nothing to compute, so it
+			// hands off now rather than wait for room it does not need.
+			s.waiting.pop()
+			u, err := s.handOffCached(q)
+			if err != nil {
+				return nil, err
+			}
+			plan.Handoffs = append(plan.Handoffs, u)
+			continue
+		}
+		if s.fits(q) == 0 || !s.roomToStart(q) { // no room: leave it at the head of its queue
 			s.pool.Free(q.pt)
 			q.computed = 0
 			break
@@ -77,6 +89,9 @@ func (s *Scheduler) start(q *seq) error {
 		return fmt.Errorf("sched: request %d: %w", q.req.ID, err)
 	}
 	q.computed = n
+	if !q.started {
+		q.started, q.cached = true, n // a restart after preemption is not a new hit for usage
+	}
 	s.prefixQueries++
 	s.prefixHitTokens += uint64(n)
 	return nil
@@ -98,13 +113,7 @@ func (s *Scheduler) plan(plan *Plan, q *seq, budget int) (int, error) {
 			n = min(n, f)
 			break
 		}
-		victim := q
-		for i := len(s.running) - 1; i >= 0; i-- {
-			if r := s.running[i]; r != q && r.planned != s.steps {
-				victim = r
-				break
-			}
-		}
+		victim := s.victim(q)
 		if err := s.preempt(victim); err != nil {
 			return 0, err
 		}
@@ -134,4 +143,56 @@ func (s *Scheduler) plan(plan *Plan, q *seq, budget int) (int, error) {
 		Sample: q.computed+n == len(q.tokens),
 	})
 	return n, nil
+}
+
+// MaxPreemptions is how often a request may be preempted to make room for
+// another before it is protected: a protected request is preempted only
+// when every candidate is protected, and then only the youngest.
+const MaxPreemptions = 2
+
+// victim chooses whose pages q's step takes (q itself means q yields).
+// Policy, so that no request thrashes: among running requests not planned
+// this step, an unprotected one (fewer than MaxPreemptions preemptions)
+// with the fewest preemptions goes first, the latest started on a tie (it
+// loses the least work); if every candidate is protected, the youngest of
+// them and q yields. The oldest running request is therefore preempted at
+// most MaxPreemptions times, always progresses, and (the pool holding one
+// maximum-context request, I3) finishes; then the next oldest does.
+func (s *Scheduler) victim(q *seq) *seq {
+	var best *seq
+	youngest := q
+	qAge := slices.Index(s.running, q)
+	for i := len(s.running) - 1; i >= 0; i-- {
+		r := s.running[i]
+		if r == q || r.planned == s.steps {
+			continue
+		}
+		if r.preemptions < MaxPreemptions && (best == nil || r.preemptions < best.preemptions) {
+			best = r
+		}
+		if youngest == q && qAge >= 0 && i > qAge {
+			youngest = r // started after q
+		}
+	}
+	if best != nil {
+		return best
+	}
+	return youngest
+}
+
+// roomToStart is the re-admission half of the anti-thrash policy: with
+// others running, a request that was already preempted re-enters only when
+// its whole remaining growth (to MaxTokens or the context) fits, plus one
+// page of headroom per running request, so it does not come back only to
+// be preempted and recompute again. First-time requests and an empty
+// running set always pass (the pool holds one maximum-context request, I3,
+// so something always progresses).
+func (s *Scheduler) roomToStart(q *seq) bool {
+	if len(s.running) == 0 || q.preemptions == 0 {
+		return true
+	}
+	remaining := q.req.MaxTokens - q.generated
+	tokens := min(len(q.tokens)+remaining, s.cfg.MaxContext)
+	need := s.pool.PagesFor(tokens) - q.pt.Len()
+	return s.pool.Available()-need >= len(s.running)
 }

@@ -11,7 +11,7 @@ import (
 // Payload layouts of the control frames. All integers are little-endian.
 
 const (
-	helloSize  = 48 // digest[32] pageSize u32 dtype u32 layers u32 kvDim u32
+	helloSize  = 52 // digest[32] pageSize u32 dtype u32 layers u32 kvDim u32 maxContext u32
 	beginSize  = 12 // nonce u64 tokens u32
 	doneFixed  = 64 // nonce u64 tokens u32 pageSize u32 dtype u32 layers u32 kvDim u32 digest[32] pages u32
 	maxMessage = 1024
@@ -37,11 +37,20 @@ func parseLayout(b []byte) Layout {
 	return l
 }
 
+// appendHello writes a HELLO payload: the layout, then the max context, so
+// a peer restarted with another context is refused at the handshake.
+func appendHello(b []byte, l Layout) []byte {
+	b = appendLayout(b, l)
+	return le.AppendUint32(b, uint32(l.MaxContext))
+}
+
 func parseHello(b []byte) (Layout, error) {
 	if len(b) != helloSize {
 		return Layout{}, fmt.Errorf("transfer: HELLO payload %d bytes, want %d: %w", len(b), helloSize, ErrProtocol)
 	}
-	return parseLayout(b), nil
+	l := parseLayout(b)
+	l.MaxContext = int(le.Uint32(b[48:]))
+	return l, nil
 }
 
 type begin struct {

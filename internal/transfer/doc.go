@@ -86,8 +86,8 @@
 // a length over the limit (before reading or allocating anything) and a
 // checksum mismatch. Payloads by type:
 //
-//	HELLO  48 bytes: model digest [32] | page size u32 | KV dtype u32 (GGUF
-//	       type: 0 F32, 1 F16) | layers u32 | KV dim u32
+//	HELLO  52 bytes: model digest [32] | page size u32 | KV dtype u32 (GGUF
+//	       type: 0 F32, 1 F16) | layers u32 | KV dim u32 | max context u32
 //	BEGIN  12 bytes: nonce u64 | prompt tokens u32
 //	PAGE   for each layer in [first, first+count): the page's K rows then its
 //	       V rows for its s valid slots, s×KVDim elements each, so
@@ -111,8 +111,8 @@
 // # Exchange
 //
 // The sender opens with HELLO; the receiver always answers with its own
-// HELLO, then closes if the version, digest, page size, dtype, layer count
-// or KV dim differ (both sides report a [*MismatchError] naming the first
+// HELLO, then closes if the version, digest, page size, dtype, layer count,
+// KV dim or max context differ (both sides report a [*MismatchError] naming the first
 // differing field). Per request the sender writes BEGIN, PAGE frames (each
 // page's layers in increasing order; with every layer ready at once a frame
 // carries as many layers of one page as fit in 1 MiB), and DONE; the

@@ -96,7 +96,7 @@ func TestControlBodiesRoundTrip(t *testing.T) {
 				rt.Fatalf("sum %d", i)
 			}
 		}
-		l, err := parseHello(appendLayout(nil, testLayout))
+		l, err := parseHello(appendHello(nil, testLayout))
 		if err != nil || l != testLayout {
 			rt.Fatalf("HELLO round trip: %+v, %v", l, err)
 		}
@@ -123,7 +123,7 @@ func TestRefusalCarriesItsSentinel(t *testing.T) {
 // control-payload parsers: they never panic, never hand out more than the
 // payload limit, and accept only frames that re-encode to the same bytes.
 func FuzzFrameDecode(f *testing.F) {
-	f.Add(appendFrame(nil, frameHello, 0, appendLayout(nil, testLayout)))
+	f.Add(appendFrame(nil, frameHello, 0, appendHello(nil, testLayout)))
 	f.Add(appendFrame(nil, frameBegin, 3, appendBegin(nil, begin{nonce: 1, tokens: 10})))
 	f.Add(appendFrame(nil, frameDone, 3, appendDone(nil, done{nonce: 1, tokens: 10, layout: testLayout, sums: []uint32{1, 2, 3}})))
 	f.Add(appendFrame(nil, frameNack, 3, appendRefusal(nil, ErrChecksum)))

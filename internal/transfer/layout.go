@@ -16,6 +16,10 @@ type Layout struct {
 	DType       gguf.Type // gguf.F16 or gguf.F32
 	Layers      int       // transformer layers
 	KVDim       int       // elements per token per K (and per V) row
+	// MaxContext is the worker's configured maximum context. It is sent
+	// only in HELLO: both ends must admit the same prompts, or decode
+	// would cut short what prefill accepted.
+	MaxContext int
 }
 
 // Limits of a Layout; they keep every frame within MaxPayload.
@@ -36,6 +40,8 @@ func (l Layout) Validate() error {
 		return fmt.Errorf("transfer: layout Layers %d out of range [1, %d]", l.Layers, maxLayers)
 	case l.KVDim < 1 || l.KVDim > maxKVDim:
 		return fmt.Errorf("transfer: layout KVDim %d out of range [1, %d]", l.KVDim, maxKVDim)
+	case l.MaxContext < 0 || int64(l.MaxContext) > 1<<32-1:
+		return fmt.Errorf("transfer: layout MaxContext %d out of range [0, 2^32)", l.MaxContext)
 	case l.blockBytes(l.PageSize) > MaxPayload:
 		return fmt.Errorf("transfer: layout page block of %d bytes exceeds the %d-byte frame limit", l.blockBytes(l.PageSize), MaxPayload)
 	}
@@ -79,6 +85,8 @@ func (l Layout) compare(remote Layout) error {
 		return &MismatchError{"layer count", itoa(l.Layers), itoa(remote.Layers)}
 	case l.KVDim != remote.KVDim:
 		return &MismatchError{"KV dim", itoa(l.KVDim), itoa(remote.KVDim)}
+	case l.MaxContext != remote.MaxContext:
+		return &MismatchError{"max context", itoa(l.MaxContext), itoa(remote.MaxContext)}
 	}
 	return nil
 }

@@ -194,6 +194,7 @@ func (p *Pending) verify(m done) error {
 	if m.nonce != p.nonce {
 		return fmt.Errorf("transfer: request %d: completion nonce %d, reservation %d: %w", p.id, m.nonce, p.nonce, ErrProtocol)
 	}
+	m.layout.MaxContext = p.layout.MaxContext // DONE carries no context: HELLO checked it
 	if err := p.layout.compare(m.layout); err != nil {
 		return fmt.Errorf("transfer: request %d completion record: %w", p.id, err)
 	}

@@ -23,6 +23,7 @@ func TestHandshakeRefusesMismatchNamingTheValue(t *testing.T) {
 		{"dtype", func(l *Layout) { l.DType = gguf.F32 }, "KV dtype"},
 		{"layer count", func(l *Layout) { l.Layers = 30 }, "layer count"},
 		{"kv dim", func(l *Layout) { l.KVDim = 192 }, "KV dim"},
+		{"max context", func(l *Layout) { l.MaxContext = 512 }, "max context"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := NewMemTransport()
@@ -65,7 +66,7 @@ func TestHandshakeRefusesOtherProtocolVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	hello := appendFrame(nil, frameHello, 0, appendLayout(nil, testLayout))
+	hello := appendFrame(nil, frameHello, 0, appendHello(nil, testLayout))
 	// Another version, resealed so only the version is wrong.
 	hello[2] = Version + 1
 	psum := crc32.Checksum(hello[headerSize:], castagnoli)

@@ -91,7 +91,7 @@ func (c *rconn) handshake() error {
 	if err != nil {
 		return err
 	}
-	if err := c.send(frameHello, 0, appendLayout(nil, c.r.cfg.Layout), c.r.cfg.HandshakeTimeout); err != nil {
+	if err := c.send(frameHello, 0, appendHello(nil, c.r.cfg.Layout), c.r.cfg.HandshakeTimeout); err != nil {
 		return fmt.Errorf("transfer: handshake reply to %s: %w", c.nc.RemoteAddr(), err)
 	}
 	if h.version != Version {

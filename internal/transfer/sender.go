@@ -108,7 +108,7 @@ func (s *Sender) dial(ctx context.Context) (*sconn, error) {
 func (c *sconn) handshake(l Layout, timeout time.Duration) error {
 	c.nc.SetDeadline(time.Now().Add(timeout))
 	defer c.nc.SetDeadline(time.Time{})
-	if _, err := c.nc.Write(appendFrame(nil, frameHello, 0, appendLayout(nil, l))); err != nil {
+	if _, err := c.nc.Write(appendFrame(nil, frameHello, 0, appendHello(nil, l))); err != nil {
 		return fmt.Errorf("%w: %w", ErrConnLost, err)
 	}
 	h, payload, _, err := c.fr.next()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 )
@@ -12,7 +13,10 @@ import (
 // maps back, so a client error keeps its meaning across the hop.
 func EncodeError(err error) (int, *ErrorBody) {
 	var cl *engine.ContextLengthError
+	var ol *engine.OverloadedError
 	switch {
+	case errors.As(err, &ol):
+		return http.StatusServiceUnavailable, &ErrorBody{Message: err.Error(), Kind: "overloaded", RetryAfterMs: ol.RetryAfter.Milliseconds()}
 	case errors.As(err, &cl):
 		return http.StatusBadRequest, &ErrorBody{Message: cl.Error(), Kind: "context_length_exceeded",
 			PromptTokens: cl.PromptTokens, Limit: cl.Limit, MaxContext: cl.MaxContext}
@@ -33,6 +37,8 @@ func DecodeError(b *ErrorBody) error {
 		return &engine.ContextLengthError{PromptTokens: b.PromptTokens, Limit: b.Limit, MaxContext: b.MaxContext}
 	case "invalid_request":
 		return fmt.Errorf("%w: %s", engine.ErrInvalidRequest, b.Message)
+	case "overloaded":
+		return &engine.OverloadedError{Reason: b.Message, RetryAfter: time.Duration(b.RetryAfterMs) * time.Millisecond}
 	case "shutting_down":
 		return fmt.Errorf("%w: %s", engine.ErrShuttingDown, b.Message)
 	case "aborted":

@@ -112,5 +112,5 @@ func (w *Worker) prefill(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, fmt.Errorf("%w: KV transfer to %s: %v", engine.ErrInternal, pr.DecodeKV, err))
 		return
 	}
-	writeJSON(rw, http.StatusOK, PrefillResponse{HandoffTokens: h.Tokens})
+	writeJSON(rw, http.StatusOK, PrefillResponse{HandoffTokens: h.Tokens, CachedTokens: h.CachedTokens})
 }

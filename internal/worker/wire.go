@@ -75,6 +75,8 @@ type PrefillRequest struct {
 // PrefillResponse is prefill's answer once decode acknowledged the KV.
 type PrefillResponse struct {
 	HandoffTokens int `json:"handoff_tokens"`
+	// CachedTokens of them came from prefill's prefix cache.
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // Line is one NDJSON line of the decode stream: exactly one field is set.
@@ -108,9 +110,11 @@ type ErrorBody struct {
 	Message string `json:"message"`
 	// Kind is what the receiver maps back to a typed error:
 	// context_length_exceeded, invalid_request, shutting_down, aborted,
-	// internal.
+	// overloaded, internal.
 	Kind         string `json:"kind"`
 	PromptTokens int    `json:"prompt_tokens,omitempty"`
 	Limit        int    `json:"limit,omitempty"`
 	MaxContext   int    `json:"max_context,omitempty"`
+	// RetryAfterMs is an overloaded worker's suggested wait.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }

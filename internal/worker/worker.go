@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
@@ -77,7 +78,8 @@ func New(cfg Config, eng Engine) (*Worker, error) {
 	}
 	pool := eng.Pool()
 	w := &Worker{cfg: cfg, eng: eng, log: cfg.Logger, senders: map[string]*transfer.Sender{},
-		layout: transfer.Layout{PageSize: pool.PageSize(), DType: pool.DType(), Layers: cfg.Layers, KVDim: cfg.KVDim}}
+		layout: transfer.Layout{PageSize: pool.PageSize(), DType: pool.DType(), Layers: cfg.Layers, KVDim: cfg.KVDim,
+			MaxContext: eng.MaxContext()}}
 	copy(w.layout.ModelDigest[:], digest)
 	if err := w.layout.Validate(); err != nil {
 		return nil, err
@@ -161,6 +163,9 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 
 func writeError(rw http.ResponseWriter, err error) {
 	status, body := EncodeError(err)
+	if body.RetryAfterMs > 0 {
+		rw.Header().Set("Retry-After", strconv.FormatInt(max(1, (body.RetryAfterMs+999)/1000), 10))
+	}
 	writeJSON(rw, status, struct {
 		Error *ErrorBody `json:"error"`
 	}{body})

@@ -1,0 +1,213 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bulkhead-llm/bulkhead/internal/copymodel"
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/loader"
+	"github.com/bulkhead-llm/bulkhead/internal/worker"
+)
+
+// tightPool holds exactly one request of the maximum context: the issue's
+// "decode pool full → 500" configuration.
+var tightPool = loader.PoolOptions{MaxContext: 512, KVTokens: 512}
+
+// burst sends n concurrent 492-token canary prompts through g and checks
+// that every one is answered with its own canary.
+func burst(t *testing.T, g *Gateway, n int) {
+	t.Helper()
+	words := copymodel.AuditWords()
+	type res struct {
+		got, want []int32
+		err       error
+	}
+	out := make([]res, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		canary := words.Canary[(8*i)%(len(words.Canary)-8):][:8]
+		prompt, want := canaryPrompt(t, g, canary, 10+i, 492, uint64(100+i))
+		wg.Go(func() {
+			req := engine.Request{Prompt: prompt, MaxTokens: 8, Tenant: fmt.Sprintf("t%d", i%3)}
+			ch, err := g.Submit(context.Background(), req)
+			if err != nil {
+				out[i] = res{err: err}
+				return
+			}
+			var got []int32
+			for ev := range ch {
+				if ev.Err != nil {
+					err = ev.Err
+				} else if ev.Finish == nil {
+					got = append(got, ev.Token)
+				}
+			}
+			out[i] = res{got, want, err}
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i, r := range out {
+		switch {
+		case r.err != nil:
+			t.Errorf("request %d: %v", i, r.err)
+		case !slices.Equal(r.got, r.want):
+			t.Errorf("request %d: got %v, want its canary %v", i, r.got, r.want)
+		default:
+			ok++
+		}
+	}
+	if ok != n {
+		t.Fatalf("%d of %d requests answered with their canary", ok, n)
+	}
+}
+
+func TestFullDecodePoolQueuesInsteadOfFailing(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	burst(t, g, 16)
+	pre.drained(t)
+	dec.drained(t)
+}
+
+func TestTwoDecodeWorkersShareABurstAndDrain(t *testing.T) {
+	pre := startWorker(t, worker.Prefill, tightPool)
+	d1, d2 := startWorker(t, worker.Decode, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{d1, d2})
+	burst(t, g, 16)
+	if d1.hits.Load() == 0 || d2.hits.Load() == 0 {
+		t.Errorf("one decode worker took everything: %d and %d requests", d1.hits.Load(), d2.hits.Load())
+	}
+	pre.drained(t)
+	d1.drained(t)
+	d2.drained(t)
+}
+
+func TestEveryDecodeWorkerFullAnswersOverloadedNotInternal(t *testing.T) {
+	pre := startWorker(t, worker.Prefill, tightPool)
+	dec := startWorkerWith(t, worker.Decode, tightPool, engine.Config{TokenBudget: 256, MaxRunning: 8, ReserveQueue: 1})
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	words := copymodel.AuditWords()
+	prompt, _ := canaryPrompt(t, g, words.Canary[:8], 5, 492, 7)
+	// A reservation made directly on the decode engine holds its whole
+	// pool; the second request waits in the (one-place) queue; the third
+	// finds the queue full.
+	held, err := dec.eng.Reserve(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondErr := make(chan error, 1)
+	go func() {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 8})
+		if err == nil {
+			_, err = collect(t, ch)
+		}
+		secondErr <- err
+	}()
+	waitFor(t, func() bool { return dec.eng.Stats().ReservationsWaiting == 1 })
+	_, err = g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 1})
+	var ol *engine.OverloadedError
+	if !errors.As(err, &ol) || ol.RetryAfter <= 0 {
+		t.Fatalf("third request with every decode queue full: %v, want an OverloadedError with a retry delay", err)
+	}
+	held.Done(errors.New("test: released"))
+	if err := <-secondErr; err != nil {
+		t.Fatalf("the queued request, once pages freed: %v", err)
+	}
+	pre.drained(t)
+	dec.drained(t)
+}
+
+// A decode worker restarted with another max context at the same address
+// is refused by the first transfer's handshake: that request fails with an
+// error naming the value, instead of a 200 cut short at the smaller context.
+func TestMaxContextDriftIsCaughtByTheFirstTransfer(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	restarted := startWorker(t, worker.Decode, loader.PoolOptions{MaxContext: 1024, KVTokens: 1024})
+	// Before the next check the gateway still holds the old info; the
+	// restarted worker answers at the old addresses.
+	dec.srv.Config.Handler = restarted.srv.Config.Handler
+	g.mu.Lock()
+	for _, m := range g.members {
+		if m.role == worker.Decode {
+			m.info.KVAddr = restarted.w.Info().KVAddr
+		}
+	}
+	g.mu.Unlock()
+	words := copymodel.AuditWords()
+	prompt, _ := canaryPrompt(t, g, words.Canary[:8], 5, 100, 9)
+	ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 8})
+	if err == nil {
+		var toks []int32
+		toks, err = collect(t, ch)
+		if err == nil {
+			t.Fatalf("request across a max-context drift answered %d tokens without an error", len(toks))
+		}
+	}
+	if !strings.Contains(err.Error(), "max context") {
+		t.Fatalf("drift error %q does not name the max context", err)
+	}
+	pre.drained(t)
+	restarted.drained(t)
+}
+
+// A prefill worker that accepts the call and never answers (SIGSTOP) costs
+// the client PrefillTimeout, not the whole stall, and frees decode's pages.
+func TestStalledPrefillHitsTheDeadlineAndFreesDecode(t *testing.T) {
+	dec := startWorker(t, worker.Decode, smallPool)
+	stalled := startWorker(t, worker.Prefill, smallPool)
+	release := make(chan struct{})
+	defer close(release)
+	stalled.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		stalled.w.ServeHTTP(rw, r)
+	})
+	g := newGatewayWith(t, []*node{stalled}, []*node{dec}, func(c *Config) { c.PrefillTimeout = 50 * time.Millisecond })
+	_, err := g.Submit(context.Background(), engine.Request{Prompt: make([]int32, 40), MaxTokens: 1})
+	if !errors.Is(err, engine.ErrInternal) || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("submit to a stalled prefill worker: %v", err)
+	}
+	dec.drained(t)
+}
+
+func TestDisaggregatedUsageReportsPrefillCachedTokens(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, smallPool), startWorker(t, worker.Decode, smallPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	words := copymodel.AuditWords()
+	prompt, _ := canaryPrompt(t, g, words.Canary[:8], 5, 100, 3)
+	var cached []int
+	for range 2 {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 2, CacheSalt: []byte("s")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range ch {
+			if ev.Err != nil {
+				t.Fatal(ev.Err)
+			}
+			if ev.Finish != nil {
+				cached = append(cached, ev.Finish.Usage.CachedTokens)
+			}
+		}
+	}
+	if len(cached) != 2 || cached[0] != 0 || cached[1] != 96 {
+		t.Fatalf("cached_tokens of two identical 100-token prompts: %v, want [0 96]", cached)
+	}
+	pre.drained(t)
+	dec.drained(t)
+}
