@@ -80,7 +80,7 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 	}
 	if first.Reserved.HandoffTokens > 0 {
 		presp, err := g.post(sctx, pre.url+"/v1/worker/prefill",
-			worker.PrefillRequest{TransferID: tid, Nonce: nonce, DecodeKV: dec.info.KVAddr, Request: req})
+			worker.PrefillRequest{TransferID: tid, Nonce: nonce, DecodeKV: dec.info.KVAddr, DecodeIdentity: dec.info.Identity, Request: req})
 		if err == nil {
 			presp.Body.Close()
 		}
