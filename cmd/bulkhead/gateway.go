@@ -40,6 +40,7 @@ type gatewayOptions struct {
 	interval        time.Duration
 	drain           time.Duration
 	logLevel        string
+	tls             tlsFlags // mutual TLS to the workers (certs.go)
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
@@ -51,6 +52,7 @@ func (o *gatewayOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.interval, "check-interval", 5*time.Second, "how often worker configuration is re-checked for drift")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	o.tls.register(fs)
 }
 
 func runGateway(args []string, stdout, stderr io.Writer) error {
@@ -89,8 +91,17 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	if err != nil {
 		return &exitCode{2, err}
 	}
-	g, err := gateway.New(ctx, gateway.Config{Prefill: o.prefill, Decode: o.decode, MaxContext: o.maxContext,
-		CheckInterval: o.interval, Logger: logger})
+	creds, err := o.tls.load()
+	if err != nil {
+		return err
+	}
+	gc := gateway.Config{Prefill: o.prefill, Decode: o.decode, MaxContext: o.maxContext,
+		CheckInterval: o.interval, Logger: logger}
+	if creds != nil {
+		gc.Client = gateway.TLSClient(creds)
+		gc.Prefill, gc.Decode = httpsURLs(o.prefill), httpsURLs(o.decode)
+	}
+	g, err := gateway.New(ctx, gc)
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -35,6 +35,7 @@ type serveOptions struct {
 	drain       time.Duration
 	logLevel    string
 	tenants     *tenant.Registry // in-process callers (self-check, demo); else tenantsFile
+	tls         tlsFlags         // worker: mutual-TLS credentials (certs.go)
 }
 
 // registerEngine adds the flags of everything that runs a local engine
@@ -135,7 +136,12 @@ type drainer interface {
 // listenAndServe serves h on addr until ctx ends, then lets in-flight
 // requests finish for up to drain before aborting them.
 func listenAndServe(ctx context.Context, addr string, h drainer, drain time.Duration, logger *slog.Logger, ready func(string)) error {
-	ln, err := net.Listen("tcp", addr)
+	return listenAndServeTLS(ctx, addr, nil, h, drain, logger, ready)
+}
+
+// listenAndServeTLS is listenAndServe with TLS when tlsCfg is set.
+func listenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls.Config, h drainer, drain time.Duration, logger *slog.Logger, ready func(string)) error {
+	ln, err := tlsListen(addr, tlsCfg)
 	if err != nil {
 		return err
 	}

@@ -90,12 +90,10 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// DeriveSalt returns the default prefix-cache salt of a tenant id. It is a
-// hash so that salts of different ids never collide by concatenation.
-func DeriveSalt(id string) []byte {
-	sum := sha256.Sum256([]byte("bulkhead/tenant-salt/v1\x00" + id))
-	return sum[:]
-}
+// DeriveSalt returns the default prefix-cache salt of a tenant id: an
+// HMAC under this process's random secret (salt.go), never a function of
+// the id alone.
+func DeriveSalt(id string) []byte { return SaltFor(processSecret, id) }
 
 func parseKeyHash(s string) ([sha256.Size]byte, error) {
 	var h [sha256.Size]byte
