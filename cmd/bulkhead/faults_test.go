@@ -68,7 +68,7 @@ func TestDisaggregatedFaultsWithRealProcesses(t *testing.T) {
 	certs := clusterCerts(t, bin)
 	pre := start(t, bin, append([]string{"worker", "--role", "prefill", "--listen", "127.0.0.1:0", "--tls-dir", certs + "/prefill-0"}, pool...)...)
 	dec := start(t, bin, append([]string{"worker", "--role", "decode", "--listen", "127.0.0.1:0", "--kv-listen", "127.0.0.1:0", "--tls-dir", certs + "/decode-0"}, pool...)...)
-	gw := start(t, bin, "gateway", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0", "--check-interval", "200ms", "--tls-dir", certs+"/gateway")
+	gw := start(t, bin, "gateway", "--admin-listen", "127.0.0.1:0", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0", "--check-interval", "200ms", "--tls-dir", certs+"/gateway")
 	words := copymodel.AuditWords()
 	prompt, _ := copymodel.Prompt(words.Canary[:8], 30, 700, 3)
 	want := " " + strings.Join(words.Canary[:8], " ")

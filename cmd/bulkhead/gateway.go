@@ -40,7 +40,8 @@ type gatewayOptions struct {
 	interval        time.Duration
 	drain           time.Duration
 	logLevel        string
-	tls             tlsFlags // mutual TLS to the workers (certs.go)
+	tls             tlsFlags     // mutual TLS to the workers (certs.go)
+	trust           trustOptions // trust.go
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
@@ -53,6 +54,7 @@ func (o *gatewayOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	o.tls.register(fs)
+	o.trust.registerServer(fs)
 }
 
 func runGateway(args []string, stdout, stderr io.Writer) error {
@@ -106,6 +108,14 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 		return err
 	}
 	defer g.Close()
+	if err := o.trust.applySecret(tenants); err != nil {
+		return err
+	}
 	srv := api.NewServer(api.Config{ModelID: g.Model()}, g, g.Tokenizer(), tenants, logger)
+	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), logger)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }
