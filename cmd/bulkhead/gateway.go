@@ -111,7 +111,7 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	if err := o.trust.applySecret(tenants); err != nil {
 		return err
 	}
-	srv := api.NewServer(api.Config{ModelID: g.Model()}, g, g.Tokenizer(), tenants, logger)
+	srv := api.NewServer(api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial}, g, g.Tokenizer(), tenants, logger)
 	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), logger)
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	}
 	defer m.Close()
 	defer eng.Close()
-	srv := api.NewServer(api.Config{ModelID: m.Name}, eng, m.Tok, tenants, logger)
+	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial}, eng, m.Tok, tenants, logger)
 	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), logger)
 	if err != nil {
 		return err

@@ -31,6 +31,9 @@ type Config struct {
 	// AbortGrace is how long Shutdown waits, after its deadline, for
 	// aborted requests to send their error events (default 5s).
 	AbortGrace time.Duration
+	// ParseSpecial lets every tenant's text carry control tokens, as
+	// llama-server does (default: user text is text; special.go).
+	ParseSpecial bool
 }
 
 // Validate checks the configuration, naming the field at fault.

@@ -23,8 +23,10 @@ type Tenant struct {
 	TokensPerMinute int // 0: unlimited
 	// CacheSalt scopes the tenant's prefix-cache entries (DESIGN I6).
 	CacheSalt []byte
-	keyHashes [][sha256.Size]byte
-	limiter   *Limiter
+	// ParseSpecial lets this tenant's text carry control tokens.
+	ParseSpecial bool
+	keyHashes    [][sha256.Size]byte
+	limiter      *Limiter
 }
 
 // Limiter returns the tenant's usage limiter.
