@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/copymodel"
+	"github.com/bulkhead-llm/bulkhead/internal/gateway"
 	"github.com/bulkhead-llm/bulkhead/internal/loader"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 	"github.com/bulkhead-llm/bulkhead/internal/worker"
@@ -42,10 +43,17 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "bulkhead demo: a prefill worker, a decode worker and a gateway on 127.0.0.1, serving the built-in copy model")
 	pool := loader.PoolOptions{MaxContext: 1024, KVTokens: 8192}
 	o := serveOptions{pool: pool, threads: 1, tokenBudget: 512, maxRunning: 16, drain: 5 * time.Second, logLevel: "warn", listen: "127.0.0.1:0"}
+	creds, err := demoCerts()
+	if err != nil {
+		return err
+	}
+	d.workerClient = gateway.TLSClient(creds["gateway"])
+	o.tls.creds = creds["prefill-0"]
 	pre, err := d.startWorker(ctx, o, worker.Prefill, logs)
 	if err != nil {
 		return err
 	}
+	o.tls.creds = creds["decode-0"]
 	dec, err := d.startWorker(ctx, o, worker.Decode, logs)
 	if err != nil {
 		return err
@@ -63,7 +71,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	gwDone := make(chan error, 1)
 	go func() {
 		gwDone <- runGatewayProcessWith(ctx, gatewayOptions{prefill: urlList{pre}, decode: urlList{dec}, listen: "127.0.0.1:0",
-			interval: 2 * time.Second, drain: 5 * time.Second, logLevel: "warn"}, reg, logs, func(a string) { gwReady <- a })
+			interval: 2 * time.Second, drain: 5 * time.Second, logLevel: "warn", tls: tlsFlags{creds: creds["gateway"]}}, reg, logs, func(a string) { gwReady <- a })
 	}()
 	var gw string
 	select {
@@ -129,6 +137,10 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 	status, _, body = d.complete(ctx, base, "sk-wrong", "hello", 4)
 	d.check(status == 401, "wrong key → %d %s", status, firstLine(body))
 
+	// 4b. The workers answer only the gateway's certificate.
+	status, body = d.noCertDecode(ctx, dec)
+	d.check(status == 401, "decode worker called without the gateway's certificate → %d %s", status, firstLine(body))
+
 	// 5. Accounting: every page is free again on both workers.
 	fmt.Fprintln(stdout, "\n5. after the traffic, both KV pools are free again")
 	for _, w := range []string{pre, dec} {
@@ -153,6 +165,7 @@ func runDemo(args []string, stdout, stderr io.Writer) error {
 
 type demo struct {
 	out            io.Writer
+	workerClient   *http.Client // carries the gateway certificate
 	checks, failed int
 }
 
@@ -170,7 +183,7 @@ func (d *demo) startWorker(ctx context.Context, o serveOptions, role worker.Role
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runWorkerProcess(ctx, o, role, "127.0.0.1:0", logs, func(addr, _ string) { ready <- "http://" + addr })
+		done <- runWorkerProcess(ctx, o, role, "127.0.0.1:0", logs, func(addr, _ string) { ready <- "https://" + addr })
 	}()
 	select {
 	case u := <-ready:
@@ -205,7 +218,7 @@ func (d *demo) complete(ctx context.Context, base, key, prompt string, maxTokens
 func (d *demo) info(ctx context.Context, base string) (worker.Info, error) {
 	var in worker.Info
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/worker/info", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.workerClient.Do(req)
 	if err != nil {
 		return in, err
 	}

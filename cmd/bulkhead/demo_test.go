@@ -16,7 +16,7 @@ func TestDemoPassesEveryCheck(t *testing.T) {
 	if code := run([]string{"demo", "--rounds", "2"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
-	for _, want := range []string{"all 7 checks passed", "0 wrong answers, 0 answers containing the other tenant's words", "512 of 512 pages free"} {
+	for _, want := range []string{"all 8 checks passed", "0 wrong answers, 0 answers containing the other tenant's words", "512 of 512 pages free"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

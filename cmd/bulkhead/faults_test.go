@@ -65,9 +65,10 @@ func TestDisaggregatedFaultsWithRealProcesses(t *testing.T) {
 	bin := binary(t, "")
 	top := t // processes started in subtests must outlive them
 	pool := []string{"--max-context", "1024", "--kv-tokens", "8192", "--threads", "1", "--log-level", "warn"}
-	pre := start(t, bin, append([]string{"worker", "--role", "prefill", "--listen", "127.0.0.1:0"}, pool...)...)
-	dec := start(t, bin, append([]string{"worker", "--role", "decode", "--listen", "127.0.0.1:0", "--kv-listen", "127.0.0.1:0"}, pool...)...)
-	gw := start(t, bin, "gateway", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0", "--check-interval", "200ms")
+	certs := clusterCerts(t, bin)
+	pre := start(t, bin, append([]string{"worker", "--role", "prefill", "--listen", "127.0.0.1:0", "--tls-dir", certs + "/prefill-0"}, pool...)...)
+	dec := start(t, bin, append([]string{"worker", "--role", "decode", "--listen", "127.0.0.1:0", "--kv-listen", "127.0.0.1:0", "--tls-dir", certs + "/decode-0"}, pool...)...)
+	gw := start(t, bin, "gateway", "--admin-listen", "127.0.0.1:0", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0", "--check-interval", "200ms", "--tls-dir", certs+"/gateway")
 	words := copymodel.AuditWords()
 	prompt, _ := copymodel.Prompt(words.Canary[:8], 30, 700, 3)
 	want := " " + strings.Join(words.Canary[:8], " ")
@@ -96,7 +97,7 @@ func TestDisaggregatedFaultsWithRealProcesses(t *testing.T) {
 		if code, body := completion(t, gw.url(), prompt, 8, false); code != 503 {
 			t.Fatalf("without a prefill worker: %d %s", code, body)
 		}
-		pre2 := start(top, bin, append([]string{"worker", "--role", "prefill", "--listen", pre.addr}, pool...)...)
+		pre2 := start(top, bin, append([]string{"worker", "--role", "prefill", "--listen", pre.addr, "--tls-dir", certs + "/prefill-0"}, pool...)...)
 		waitFor(t, "gateway ready again", func() bool { c, _ := getBody(t, gw.url()+"/ready"); return c == 200 })
 		if code, body := completion(t, gw.url(), prompt, 8, false); code != 200 || !strings.Contains(body, want) {
 			t.Fatalf("after prefill restart: %d %s", code, body)
@@ -125,7 +126,7 @@ func TestDisaggregatedFaultsWithRealProcesses(t *testing.T) {
 
 	t.Run("decode restarted with a drifted configuration", func(t *testing.T) {
 		drift := []string{"--max-context", "512", "--kv-tokens", "8192", "--threads", "1", "--log-level", "warn"}
-		dec2 := start(top, bin, append([]string{"worker", "--role", "decode", "--listen", dec.addr, "--kv-listen", "127.0.0.1:0"}, drift...)...)
+		dec2 := start(top, bin, append([]string{"worker", "--role", "decode", "--listen", dec.addr, "--kv-listen", "127.0.0.1:0", "--tls-dir", certs + "/decode-0"}, drift...)...)
 		time.Sleep(time.Second) // several checks
 		if c, _ := getBody(t, gw.url()+"/ready"); c == 200 {
 			t.Fatal("gateway ready with a decode worker whose max context differs")
@@ -137,7 +138,7 @@ func TestDisaggregatedFaultsWithRealProcesses(t *testing.T) {
 			t.Fatalf("request with only a drifted decode worker: %d", code)
 		}
 		dec2.kill()
-		dec3 := start(top, bin, append([]string{"worker", "--role", "decode", "--listen", dec.addr, "--kv-listen", "127.0.0.1:0"}, pool...)...)
+		dec3 := start(top, bin, append([]string{"worker", "--role", "decode", "--listen", dec.addr, "--kv-listen", "127.0.0.1:0", "--tls-dir", certs + "/decode-0"}, pool...)...)
 		waitFor(t, "gateway ready with a matching decode worker", func() bool { c, _ := getBody(t, gw.url()+"/ready"); return c == 200 })
 		if code, body := completion(t, gw.url(), prompt, 8, false); code != 200 || !strings.Contains(body, want) {
 			t.Fatalf("after the matching decode worker came back: %d %s", code, body)

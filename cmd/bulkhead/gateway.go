@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bulkhead-llm/bulkhead/internal/api"
 	"github.com/bulkhead-llm/bulkhead/internal/gateway"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 )
@@ -39,6 +40,8 @@ type gatewayOptions struct {
 	interval        time.Duration
 	drain           time.Duration
 	logLevel        string
+	tls             tlsFlags     // mutual TLS to the workers (certs.go)
+	trust           trustOptions // trust.go
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
@@ -50,6 +53,8 @@ func (o *gatewayOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.interval, "check-interval", 5*time.Second, "how often worker configuration is re-checked for drift")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	o.tls.register(fs)
+	o.trust.registerServer(fs)
 }
 
 func runGateway(args []string, stdout, stderr io.Writer) error {
@@ -88,11 +93,29 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	if err != nil {
 		return &exitCode{2, err}
 	}
-	g, err := gateway.New(ctx, gateway.Config{Prefill: o.prefill, Decode: o.decode, MaxContext: o.maxContext,
-		CheckInterval: o.interval, Logger: logger})
+	creds, err := o.tls.load()
+	if err != nil {
+		return err
+	}
+	gc := gateway.Config{Prefill: o.prefill, Decode: o.decode, MaxContext: o.maxContext,
+		CheckInterval: o.interval, Logger: logger}
+	if creds != nil {
+		gc.Client = gateway.TLSClient(creds)
+		gc.Prefill, gc.Decode = httpsURLs(o.prefill), httpsURLs(o.decode)
+	}
+	g, err := gateway.New(ctx, gc)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	return listenAndServe(ctx, o.listen, newLateServer(ctx, g, tenants, logger), o.drain, logger, ready)
+	if err := o.trust.applySecret(tenants); err != nil {
+		return err
+	}
+	ls := newLateServer(ctx, g, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial}, tenants, logger)
+	stopAdmin, err := o.trust.startAdmin(ls.MetricsHandler(), logger)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+	return listenAndServe(ctx, o.listen, ls, o.drain, logger, ready)
 }

@@ -19,9 +19,9 @@ type lateServer struct {
 	srv atomic.Pointer[api.Server]
 }
 
-func newLateServer(ctx context.Context, g *gateway.Gateway, tenants *tenant.Registry, logger *slog.Logger) *lateServer {
+func newLateServer(ctx context.Context, g *gateway.Gateway, cfg api.Config, tenants *tenant.Registry, logger *slog.Logger) *lateServer {
 	ls := &lateServer{}
-	start := func() { ls.srv.Store(api.NewServer(api.Config{ModelID: g.Model()}, g, g.Tokenizer(), tenants, logger)) }
+	start := func() { ls.srv.Store(api.NewServer(cfg, g, g.Tokenizer(), tenants, logger)) }
 	select {
 	case <-g.Started(): // the usual case: workers were up first
 		start()
@@ -52,6 +52,17 @@ func (ls *lateServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("Retry-After", "1")
 	rw.WriteHeader(http.StatusServiceUnavailable)
 	rw.Write([]byte(`{"error":{"message":"no worker has answered yet","type":"server_error","param":null,"code":"not_ready"}}` + "\n"))
+}
+
+// MetricsHandler serves the API server's metrics once it exists, and 503 before.
+func (ls *lateServer) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if s := ls.srv.Load(); s != nil {
+			s.MetricsHandler().ServeHTTP(rw, r)
+			return
+		}
+		http.Error(rw, "gateway not started: no worker has answered yet", http.StatusServiceUnavailable)
+	})
 }
 
 func (ls *lateServer) Shutdown(ctx context.Context) error {

@@ -81,7 +81,7 @@ func TestIncidentReproducedDisaggregated(t *testing.T) {
 			pool := []string{"--max-context", "1024", "--kv-tokens", "8192", "--threads", "1", "--log-level", "warn"}
 			pre := start(t, bin, append([]string{"worker", "--role", "prefill", "--listen", "127.0.0.1:0"}, pool...)...)
 			dec := start(t, bin, append([]string{"worker", "--role", "decode", "--listen", "127.0.0.1:0", "--kv-listen", "127.0.0.1:0"}, pool...)...)
-			gw := start(t, bin, "gateway", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0",
+			gw := start(t, bin, "gateway", "--admin-listen", "127.0.0.1:0", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0",
 				"--tenants", tenantsFile(t, keys...), "--log-level", "warn")
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()

@@ -33,6 +33,7 @@ var commands = []command{
 	{"audit", "probe an OpenAI-compatible server for context-length and cross-tenant leaks", runAudit},
 	{"worker", "run a prefill or decode worker (disaggregated mode)", runWorker},
 	{"gateway", "route requests to prefill and decode workers", runGateway},
+	{"certs", "write a cluster CA and per-role mutual-TLS certificates", runCerts},
 	{"demo", "start a gateway, a prefill and a decode worker locally and send requests", runDemo},
 }
 

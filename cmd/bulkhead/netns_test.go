@@ -60,11 +60,12 @@ func TestWorkersInSeparateNetworkNamespaces(t *testing.T) {
 		}
 	}
 	pool := []string{"--max-context", "1024", "--kv-tokens", "8192", "--threads", "1", "--log-level", "warn"}
+	certs := clusterCerts(t, bin, "--hosts", hosts[0].addr+","+hosts[1].addr)
 	pre := start(t, "ip", append([]string{"netns", "exec", hosts[0].ns, bin, "worker", "--role", "prefill",
-		"--listen", hosts[0].addr + ":9001"}, pool...)...)
+		"--listen", hosts[0].addr + ":9001", "--tls-dir", certs + "/prefill-0"}, pool...)...)
 	dec := start(t, "ip", append([]string{"netns", "exec", hosts[1].ns, bin, "worker", "--role", "decode",
-		"--listen", hosts[1].addr + ":9002", "--kv-listen", hosts[1].addr + ":9102"}, pool...)...)
-	gw := start(t, bin, "gateway", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0")
+		"--listen", hosts[1].addr + ":9002", "--kv-listen", hosts[1].addr + ":9102", "--tls-dir", certs + "/decode-0"}, pool...)...)
+	gw := start(t, bin, "gateway", "--admin-listen", "127.0.0.1:0", "--prefill", pre.url(), "--decode", dec.url(), "--listen", "127.0.0.1:0", "--tls-dir", certs+"/gateway")
 	if dec.kv != hosts[1].addr+":9102" {
 		t.Fatalf("decode KV address %q, want %s:9102", dec.kv, hosts[1].addr)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,13 +67,14 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd  *exec.Cmd
 	addr string // the HTTP address it announced
+	tls  bool   // it announced https
 	kv   string // a decode worker's KV address
 	done chan struct{}
 	mu   sync.Mutex
 	log  strings.Builder
 }
 
-var announce = regexp.MustCompile(`on http://([0-9.:]+)(?:/v1)?(?: \(KV ([0-9.:]+)\))?`)
+var announce = regexp.MustCompile(`on (https?)://([0-9.:]+)(?:/v1)?(?: \(KV ([0-9.:]+)\))?`)
 
 // start runs bin with args and waits until it announces its address.
 func start(t *testing.T, bin string, args ...string) *proc {
@@ -99,7 +99,7 @@ func start(t *testing.T, bin string, args ...string) *proc {
 			p.log.WriteString(line + "\n")
 			p.mu.Unlock()
 			if m := announce.FindStringSubmatch(line); m != nil && !announced && strings.HasPrefix(line, "bulkhead:") {
-				p.addr, p.kv, announced = m[1], m[2], true
+				p.tls, p.addr, p.kv, announced = m[1] == "https", m[2], m[3], true
 				close(ready)
 			}
 		}
@@ -130,7 +130,12 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-func (p *proc) url() string { return "http://" + p.addr }
+func (p *proc) url() string {
+	if p.tls {
+		return "https://" + p.addr
+	}
+	return "http://" + p.addr
+}
 
 // runCmd runs bin to completion and returns its exit code, stdout and stderr.
 func runCmd(t *testing.T, timeout time.Duration, bin string, args ...string) (int, string, string) {
@@ -152,7 +157,7 @@ func runCmd(t *testing.T, timeout time.Duration, bin string, args ...string) (in
 
 func getBody(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := clientFor(url).Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

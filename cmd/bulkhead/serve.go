@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -35,6 +35,8 @@ type serveOptions struct {
 	drain       time.Duration
 	logLevel    string
 	tenants     *tenant.Registry // in-process callers (self-check, demo); else tenantsFile
+	tls         tlsFlags         // worker: mutual-TLS credentials (certs.go)
+	trust       trustOptions     // trust.go
 }
 
 // registerEngine adds the flags of everything that runs a local engine
@@ -51,6 +53,7 @@ func (o *serveOptions) registerEngine(fs *flag.FlagSet) {
 	fs.BoolVar(&o.pool.Poison, "kv-poison", false, "debug: fill freed KV pages with NaN so a stale read is loud")
 	fs.IntVar(&o.tokenBudget, "token-budget", 512, "tokens per forward step (prefill chunks and decodes together)")
 	fs.IntVar(&o.maxRunning, "max-running", 64, "sequences decoded together at most")
+	o.trust.registerEngine(fs)
 }
 
 // register adds the engine flags and those of a long-running server.
@@ -66,6 +69,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	o.register(fs)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve the HTTP API on")
 	fs.StringVar(&o.tenantsFile, "tenants", "", "tenants file (TOML): ids, API key hashes, limits (default: one anonymous tenant, no auth)")
+	o.trust.registerServer(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,13 +94,21 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 			return &exitCode{2, err}
 		}
 	}
+	if err := o.trust.applySecret(tenants); err != nil {
+		return err
+	}
 	m, eng, logger, err := o.startEngine(stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	defer eng.Close()
-	srv := api.NewServer(api.Config{ModelID: m.Name}, eng, m.Tok, tenants, logger)
+	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial}, eng, m.Tok, tenants, logger)
+	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), logger)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }
 
@@ -114,6 +126,10 @@ func (o *serveOptions) startEngine(stderr io.Writer) (*loader.Model, *engine.Eng
 	}
 	m, err := loader.Load(loader.Options{Path: o.model, Name: o.name, Threads: o.threads, Progress: stderr})
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := o.trust.checkContext(o.pool.MaxContext, &m.Model.Config, logger); err != nil {
+		m.Close()
 		return nil, nil, nil, err
 	}
 	eng, err := m.NewEngine(o.pool, engine.Config{TokenBudget: o.tokenBudget, MaxRunning: o.maxRunning})
@@ -135,7 +151,12 @@ type drainer interface {
 // listenAndServe serves h on addr until ctx ends, then lets in-flight
 // requests finish for up to drain before aborting them.
 func listenAndServe(ctx context.Context, addr string, h drainer, drain time.Duration, logger *slog.Logger, ready func(string)) error {
-	ln, err := net.Listen("tcp", addr)
+	return listenAndServeTLS(ctx, addr, nil, h, drain, logger, ready)
+}
+
+// listenAndServeTLS is listenAndServe with TLS when tlsCfg is set.
+func listenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls.Config, h drainer, drain time.Duration, logger *slog.Logger, ready func(string)) error {
+	ln, err := tlsListen(addr, tlsCfg)
 	if err != nil {
 		return err
 	}

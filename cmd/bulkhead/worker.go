@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	role := fs.String("role", "", "prefill or decode (required)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9001", "address of the worker's HTTP API (for the gateway)")
 	kvListen := fs.String("kv-listen", "127.0.0.1:9101", "decode: address the KV transfer receiver listens on")
+	o.tls.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -31,13 +33,28 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return runWorkerProcess(ctx, o, worker.Role(*role), *kvListen, stderr, func(addr, kv string) {
-		fmt.Fprintf(stderr, "bulkhead: %s worker on http://%s (KV %s)\n", *role, addr, kv)
+		scheme := "http"
+		if o.tls != (tlsFlags{}) {
+			scheme = "https"
+		}
+		fmt.Fprintf(stderr, "bulkhead: %s worker on %s://%s (KV %s)\n", *role, scheme, addr, kv)
 	})
 }
 
 // runWorkerProcess loads the model, runs the capacity check (I3) and serves
 // the worker API until ctx ends.
 func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvListen string, stderr io.Writer, ready func(addr, kvAddr string)) error {
+	creds, err := o.tls.load()
+	if err != nil {
+		return err
+	}
+	addrs := []string{o.listen}
+	if role == worker.Decode {
+		addrs = append(addrs, kvListen)
+	}
+	if err := worker.CheckListen(creds, addrs...); err != nil {
+		return &exitCode{2, err}
+	}
 	m, eng, logger, err := o.startEngine(stderr)
 	if err != nil {
 		return err
@@ -49,12 +66,19 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 		return err
 	}
 	w, err := worker.New(worker.Config{Role: role, Model: m.Name, ModelDigest: m.Digest,
-		Layers: m.Model.Config.Layers, KVDim: m.Model.Config.KVDim(), Vocab: vocab, KVListen: kvListen, Logger: logger}, eng)
+		Layers: m.Model.Config.Layers, KVDim: m.Model.Config.KVDim(), Vocab: vocab, KVListen: kvListen, Logger: logger, Creds: creds}, eng)
 	if err != nil {
 		return err
 	}
 	info := w.Info()
-	return listenAndServe(ctx, o.listen, w, o.drain, logger, func(addr string) {
+	var tlsCfg *tls.Config
+	if creds != nil {
+		tlsCfg = worker.ServerTLS(creds)
+		logger.Info("worker API and KV transfer use mutual TLS", "identity", creds.Identity.URI())
+	} else {
+		logger.Warn("no TLS credentials: worker API and KV transfer are plaintext, loopback only")
+	}
+	return listenAndServeTLS(ctx, o.listen, tlsCfg, w, o.drain, logger, func(addr string) {
 		if ready != nil {
 			ready(addr, info.KVAddr)
 		}

@@ -32,14 +32,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	for i, m := range req.Messages {
 		msgs[i] = chat.Message{Role: m.Role, Content: string(m.Content)}
 	}
-	text, err := s.chatTmpl.Render(msgs, chat.Options{AddGenerationPrompt: true,
-		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS())})
-	if err != nil {
-		s.refuse(w, info.tenant.ID, invalid("messages", "invalid_value", "%v", err))
+	// The template writes the special tokens (BOS included) itself; the
+	// messages' contents stay text (special.go).
+	prompt, e := s.encodeChat(msgs, chat.Options{AddGenerationPrompt: true,
+		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS())}, s.parseSpecial(info.tenant))
+	if e != nil {
+		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	// The template writes the special tokens (BOS included) itself.
-	prompt := s.tok.Encode(text, false, true)
 	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
 		logprobs: p.logprobs}
 	s.serveGeneration(w, r, prompt, p, "messages", sh)

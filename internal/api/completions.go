@@ -17,7 +17,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	prompt, e := s.promptTokens(req.Prompt)
+	prompt, e := s.promptTokens(req.Prompt, s.parseSpecial(info.tenant))
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
@@ -27,9 +27,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 }
 
 // promptTokens tokenizes a text prompt, or range-checks a token-id prompt.
-func (s *Server) promptTokens(pf promptField) ([]int32, *apiError) {
+func (s *Server) promptTokens(pf promptField, parseSpecial bool) ([]int32, *apiError) {
 	if !pf.isIDs {
-		return s.tok.Encode(pf.text, true, true), nil
+		return s.tok.Encode(pf.text, true, parseSpecial), nil
 	}
 	vs, ok := s.tok.(vocabSizer)
 	if !ok {

@@ -73,7 +73,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
-	ids := s.tok.Encode(text, addSpecial, true)
+	ids := s.tok.Encode(text, addSpecial, s.parseSpecial(info.tenant))
 	if ids == nil {
 		ids = []int32{}
 	}

@@ -94,7 +94,7 @@ func TestMetricsExposeVLLMStyleNamesWithTenantLabels(t *testing.T) {
 	env := newTestEnv(t, apitest.NewFakeEngine(), nil)
 	env.post(t, "/v1/completions", "", `{"prompt":"abcd","max_tokens":3}`)
 	env.post(t, "/v1/completions", "", `{"prompt":"x","max_tokens":-1}`)
-	_, body := env.get(t, "/metrics")
+	_, body := env.adminMetrics(t)
 	for _, want := range []string{
 		`bulkhead:requests_total{outcome="length",tenant="anonymous"} 1`,
 		`bulkhead:request_rejections_total{reason="invalid_request",tenant="anonymous"} 1`,

@@ -31,6 +31,9 @@ type Config struct {
 	// AbortGrace is how long Shutdown waits, after its deadline, for
 	// aborted requests to send their error events (default 5s).
 	AbortGrace time.Duration
+	// ParseSpecial lets every tenant's text carry control tokens, as
+	// llama-server does (default: user text is text; special.go).
+	ParseSpecial bool
 }
 
 // Validate checks the configuration, naming the field at fault.
@@ -120,13 +123,12 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /health", s.handleHealth)
 	m.HandleFunc("GET /ready", s.handleReady)
-	m.Handle("GET /metrics", s.metrics.handler())
 	m.HandleFunc("GET /v1/models", s.authed(s.handleModels))
 	m.HandleFunc("POST /v1/completions", s.authed(s.handleCompletions))
 	m.HandleFunc("POST /v1/chat/completions", s.authed(s.handleChat))
 	m.HandleFunc("POST /tokenize", s.authed(s.handleTokenize))
 	m.HandleFunc("POST /detokenize", s.authed(s.handleDetokenize))
-	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/v1/models", "/health", "/ready", "/metrics"} {
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/v1/models", "/health", "/ready"} {
 		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
 				Message: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})

@@ -83,7 +83,7 @@ func TestClientDisconnectCancelsEngineRequest(t *testing.T) {
 	// The server records the cancellation once the handler returns.
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, m := env.get(t, "/metrics"); strings.Contains(m, `outcome="cancelled"`) {
+		if _, m := env.adminMetrics(t); strings.Contains(m, `outcome="cancelled"`) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

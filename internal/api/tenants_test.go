@@ -79,7 +79,7 @@ func TestTwoTenantsGetSeparateOutputsUsageAndSalts(t *testing.T) {
 	if len(salts) != 2 || salts["acme"] == salts["globex"] || salts["acme"] == "" {
 		t.Errorf("engine requests must carry distinct tenant salts: %q", salts)
 	}
-	_, metrics := env.get(t, "/metrics")
+	_, metrics := env.adminMetrics(t)
 	if !strings.Contains(metrics, `bulkhead:prompt_tokens_total{tenant="acme"} 25`) ||
 		!strings.Contains(metrics, `bulkhead:prompt_tokens_total{tenant="globex"} 7`) {
 		t.Errorf("per-tenant prompt token counters wrong:\n%s", metrics)

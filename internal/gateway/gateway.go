@@ -242,6 +242,7 @@ func (g *Gateway) fetchInfo(ctx context.Context, url string) (worker.Info, error
 		return in, fmt.Errorf("GET /v1/worker/info: %s", resp.Status)
 	}
 	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&in)
+	in.Identity = provenIdentity(resp)
 	return in, err
 }
 

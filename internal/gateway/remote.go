@@ -78,7 +78,7 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 		pctx, pcancel := context.WithTimeout(r.ctx, g.cfg.PrefillTimeout)
 		pre.inflight.Add(1)
 		presp, err := g.post(pctx, pre.url+"/v1/worker/prefill",
-			worker.PrefillRequest{TransferID: tid, Nonce: nonce, DecodeKV: r.dec.info.KVAddr, Request: req})
+			worker.PrefillRequest{TransferID: tid, Nonce: nonce, DecodeKV: r.dec.info.KVAddr, DecodeIdentity: r.dec.info.Identity, Request: req})
 		pre.inflight.Add(-1)
 		if err == nil {
 			var pr worker.PrefillResponse

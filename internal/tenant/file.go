@@ -21,6 +21,7 @@ type fileTenant struct {
 	MaxConcurrent   int      `toml:"max_concurrent"`
 	TokensPerMinute int      `toml:"tokens_per_minute"`
 	CacheSalt       string   `toml:"cache_salt"`
+	ParseSpecial    bool     `toml:"parse_special"`
 }
 
 type fileFormat struct {
@@ -94,7 +95,7 @@ func buildTenant(ft fileTenant) (*Tenant, error) {
 	if len(ft.APIKeySHA256) == 0 {
 		return nil, fmt.Errorf("%q: api_key_sha256 needs at least one key hash", ft.ID)
 	}
-	t := &Tenant{ID: ft.ID, MaxConcurrent: ft.MaxConcurrent, TokensPerMinute: ft.TokensPerMinute}
+	t := &Tenant{ID: ft.ID, MaxConcurrent: ft.MaxConcurrent, TokensPerMinute: ft.TokensPerMinute, ParseSpecial: ft.ParseSpecial}
 	for j, s := range ft.APIKeySHA256 {
 		h, err := parseKeyHash(s)
 		if err != nil {

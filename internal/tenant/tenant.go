@@ -23,8 +23,10 @@ type Tenant struct {
 	TokensPerMinute int // 0: unlimited
 	// CacheSalt scopes the tenant's prefix-cache entries (DESIGN I6).
 	CacheSalt []byte
-	keyHashes [][sha256.Size]byte
-	limiter   *Limiter
+	// ParseSpecial lets this tenant's text carry control tokens.
+	ParseSpecial bool
+	keyHashes    [][sha256.Size]byte
+	limiter      *Limiter
 }
 
 // Limiter returns the tenant's usage limiter.
@@ -90,12 +92,10 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// DeriveSalt returns the default prefix-cache salt of a tenant id. It is a
-// hash so that salts of different ids never collide by concatenation.
-func DeriveSalt(id string) []byte {
-	sum := sha256.Sum256([]byte("bulkhead/tenant-salt/v1\x00" + id))
-	return sum[:]
-}
+// DeriveSalt returns the default prefix-cache salt of a tenant id: an
+// HMAC under this process's random secret (salt.go), never a function of
+// the id alone.
+func DeriveSalt(id string) []byte { return SaltFor(processSecret, id) }
 
 func parseKeyHash(s string) ([sha256.Size]byte, error) {
 	var h [sha256.Size]byte

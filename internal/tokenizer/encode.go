@@ -18,11 +18,15 @@ type fragment struct {
 // with addSpecial. Invalid UTF-8 never panics; byte-level and SentencePiece
 // vocabularies keep each invalid byte (as a byte token).
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
-	out := make([]int32, 0, len(text)/3+2)
+	return t.encodeFragments(t.partition(text, parseSpecial), len(text), addSpecial)
+}
+
+// encodeFragments tokenizes partitioned text; sizeHint is its length in bytes.
+func (t *Tokenizer) encodeFragments(frags []fragment, sizeHint int, addSpecial bool) []int32 {
+	out := make([]int32, 0, sizeHint/3+2)
 	if addSpecial && t.addBOS && t.bos >= 0 {
 		out = append(out, t.bos)
 	}
-	frags := t.partition(text, parseSpecial)
 	prevSpecial := true // SentencePiece prefixes a space at the start and after a special token
 	for _, fr := range frags {
 		if fr.id >= 0 {

@@ -93,17 +93,22 @@ func (w *Worker) prefill(rw http.ResponseWriter, r *http.Request) {
 		writeJSON(rw, http.StatusOK, PrefillResponse{})
 		return
 	}
+	accept, key, err := w.decodeIdentity(pr)
+	if err != nil {
+		writeError(rw, err)
+		return
+	}
 	h, err := w.eng.Prefill(ctx, pr.Request)
 	if err != nil {
 		writeError(rw, err)
 		return
 	}
-	s, err := w.sender(ctx, pr.DecodeKV)
+	s, err := w.sender(ctx, key, pr.DecodeKV, accept)
 	if err == nil {
 		// h.Ready streams each layer as the last prompt chunk computes it.
 		err = s.Send(ctx, transfer.Request{ID: pr.TransferID, Nonce: pr.Nonce, Tokens: h.Tokens}, w.storeSource(h.Pages), h.Ready)
 		if err != nil && !errors.Is(err, transfer.ErrChecksum) && !errors.Is(err, transfer.ErrTokenCount) {
-			w.dropSender(pr.DecodeKV, s)
+			w.dropSender(key, s)
 		}
 	}
 	h.Release(err)

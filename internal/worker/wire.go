@@ -51,10 +51,13 @@ type Info struct {
 	KVDim       int    `json:"kv_dim"`
 	Version     string `json:"version"`
 	KVAddr      string `json:"kv_addr,omitempty"` // decode: the transfer receiver
-	PagesFree   int    `json:"pages_free"`        // for drain checks
-	PagesTotal  int    `json:"pages_total"`
-	Running     int    `json:"running"`
-	Waiting     int    `json:"waiting"`
+	// Identity is the worker's certificate identity; the gateway replaces
+	// it with the one the TLS connection proved.
+	Identity   string `json:"identity,omitempty"`
+	PagesFree  int    `json:"pages_free"` // for drain checks
+	PagesTotal int    `json:"pages_total"`
+	Running    int    `json:"running"`
+	Waiting    int    `json:"waiting"`
 }
 
 // DecodeRequest is the body of POST /v1/worker/decode.
@@ -66,10 +69,13 @@ type DecodeRequest struct {
 
 // PrefillRequest is the body of POST /v1/worker/prefill.
 type PrefillRequest struct {
-	TransferID uint64         `json:"transfer_id"`
-	Nonce      uint64         `json:"nonce"`
-	DecodeKV   string         `json:"decode_kv"` // the decode worker's transfer address
-	Request    engine.Request `json:"request"`
+	TransferID uint64 `json:"transfer_id"`
+	Nonce      uint64 `json:"nonce"`
+	DecodeKV   string `json:"decode_kv"` // the decode worker's transfer address
+	// DecodeIdentity is the certificate identity the decode worker proved
+	// to the gateway; with TLS, KV goes only to a peer proving it.
+	DecodeIdentity string         `json:"decode_identity,omitempty"`
+	Request        engine.Request `json:"request"`
 }
 
 // PrefillResponse is prefill's answer once decode acknowledged the KV.

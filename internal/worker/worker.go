@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/bulkhead-llm/bulkhead/internal/certs"
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/kvcache"
 	"github.com/bulkhead-llm/bulkhead/internal/transfer"
@@ -48,6 +49,9 @@ type Config struct {
 	// Transport carries KV bytes; nil means TCP.
 	Transport transfer.Transport
 	Logger    *slog.Logger
+	// Creds, when set, make the HTTP API answer only the gateway and the
+	// KV transfer mutual TLS (auth.go).
+	Creds *certs.Credentials
 }
 
 // Worker is the HTTP service of one prefill or decode worker.
@@ -86,7 +90,7 @@ func New(cfg Config, eng Engine) (*Worker, error) {
 	}
 	if cfg.Role == Decode {
 		w.recv, err = transfer.Listen(cfg.KVListen, transfer.ReceiverConfig{
-			Layout: w.layout, Transport: cfg.Transport,
+			Layout: w.layout, Transport: w.kvTransport(nil),
 			OnError: func(err error) { w.log.Warn("KV transfer connection failed", "err", err) },
 		})
 		if err != nil {
@@ -106,7 +110,13 @@ func New(cfg Config, eng Engine) (*Worker, error) {
 	return w, nil
 }
 
-func (w *Worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) { w.mux.ServeHTTP(rw, r) }
+func (w *Worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if w.cfg.Creds != nil {
+		requireGateway(w.mux).ServeHTTP(rw, r)
+		return
+	}
+	w.mux.ServeHTTP(rw, r)
+}
 
 // Shutdown closes the transfer side: a decode worker's pending reservations
 // are aborted (their requests end with an error), a prefill worker's idle
@@ -134,6 +144,9 @@ func (w *Worker) Info() Info {
 		PagesFree: st.PagesFree + st.PagesCached, PagesTotal: st.PagesTotal, Running: st.Running, Waiting: st.Waiting}
 	if w.recv != nil {
 		in.KVAddr = w.recv.Addr()
+	}
+	if w.cfg.Creds != nil {
+		in.Identity = w.cfg.Creds.Identity.URI()
 	}
 	return in
 }
@@ -190,25 +203,26 @@ func (w *Worker) storeSource(pages []int32) transfer.StoreSource {
 	return transfer.StoreSource{Store: w.eng.Pool(), DType: w.layout.DType, KVDim: w.layout.KVDim, Pages: pages}
 }
 
-// sender returns the (cached) transfer sender for a decode worker.
-func (w *Worker) sender(ctx context.Context, addr string) (*transfer.Sender, error) {
+// sender returns the (cached) transfer sender for a decode worker; key
+// names the address and, with TLS, the identity accept demands.
+func (w *Worker) sender(ctx context.Context, key, addr string, accept func(certs.Identity) error) (*transfer.Sender, error) {
 	w.mu.Lock()
-	s := w.senders[addr]
+	s := w.senders[key]
 	w.mu.Unlock()
 	if s != nil {
 		return s, nil
 	}
-	s, err := transfer.Dial(ctx, transfer.SenderConfig{Layout: w.layout, Transport: w.cfg.Transport, Addr: addr})
+	s, err := transfer.Dial(ctx, transfer.SenderConfig{Layout: w.layout, Transport: w.kvTransport(accept), Addr: addr})
 	if err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if old := w.senders[addr]; old != nil {
+	if old := w.senders[key]; old != nil {
 		s.Close()
 		return old, nil
 	}
-	w.senders[addr] = s
+	w.senders[key] = s
 	return s, nil
 }
 
