@@ -11,11 +11,14 @@ import (
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req chatRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readRequest(w, r, chatFields, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
 	p, e := req.params(s.cfg.ModelID, s.eng.MaxContext())
+	if e == nil {
+		e = checkTokenIDs(&p, s.tok)
+	}
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
@@ -40,18 +43,21 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	// The template writes the special tokens (BOS included) itself.
 	prompt := s.tok.Encode(text, false, true)
+	p.defaultMax = s.cfg.DefaultMaxTokens // 0: the rest of the context, as OpenAI and vLLM
+	info.logUser(req.User, req.SafetyID)
 	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
-		logprobs: p.logprobs}
+		logprobs: p.logprobs, nullUsage: p.includeUsage}
 	s.serveGeneration(w, r, prompt, p, "messages", sh)
 }
 
 // chatShape renders /v1/chat/completions bodies.
 type chatShape struct {
-	s        *Server
-	id       string
-	created  int64
-	model    string
-	logprobs bool
+	s         *Server
+	id        string
+	created   int64
+	model     string
+	logprobs  bool
+	nullUsage bool // see completionShape
 }
 
 type chatDelta struct {
@@ -97,11 +103,12 @@ type chatBody struct {
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
-	Usage   *usageJSON   `json:"usage,omitempty"`
+	Usage   any          `json:"usage,omitempty"` // *usageJSON, jsonNull or nil
 }
 
 func (c *chatShape) chunk(choices []chatChoice, u *usageJSON) chatBody {
-	return chatBody{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: choices, Usage: u}
+	return chatBody{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: choices,
+		Usage: usageValue(u, c.nullUsage)}
 }
 
 func (c *chatShape) bytesOf(id int32) (string, []int) {

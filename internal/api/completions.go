@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 )
@@ -8,11 +9,14 @@ import (
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req completionRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readRequest(w, r, completionFields, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
 	p, e := req.params(s.cfg.ModelID, s.eng.MaxContext())
+	if e == nil {
+		e = checkTokenIDs(&p, s.tok)
+	}
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
@@ -22,7 +26,11 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID, logprobs: p.logprobs}
+	// OpenAI's default for completions is 16 tokens.
+	p.defaultMax = cmp.Or(s.cfg.DefaultMaxTokens, 16)
+	info.logUser(req.User, req.SafetyID)
+	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
+		logprobs: p.logprobs, nullUsage: p.includeUsage}
 	s.serveGeneration(w, r, prompt, p, "prompt", sh)
 }
 
@@ -51,6 +59,9 @@ type completionShape struct {
 	created  int64
 	model    string
 	logprobs bool
+	// nullUsage: the stream asked for usage, so every chunk before the
+	// usage chunk carries "usage": null, as OpenAI sends it.
+	nullUsage bool
 }
 
 type completionChoice struct {
@@ -75,11 +86,12 @@ type completionBody struct {
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
-	Usage   *usageJSON         `json:"usage,omitempty"`
+	Usage   any                `json:"usage,omitempty"` // *usageJSON, jsonNull or nil
 }
 
 func (c *completionShape) body(choices []completionChoice, u *usageJSON) completionBody {
-	return completionBody{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices, Usage: u}
+	return completionBody{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices,
+		Usage: usageValue(u, c.nullUsage)}
 }
 
 func (c *completionShape) lps(tokens []tokenLP) *completionLogprobs {

@@ -25,6 +25,10 @@ type Config struct {
 	// DefaultMaxTokens applies when a request sets no max_tokens; 0 means
 	// the rest of the context, as vLLM does.
 	DefaultMaxTokens int
+	// Lenient downgrades unknown request fields from a 400 to a logged
+	// warning and the X-Bulkhead-Ignored-Fields response header. Known
+	// fields with unsupported values are refused either way.
+	Lenient bool
 	// WriteTimeout bounds each write to a client, so one that stops
 	// reading cannot hold a request forever (default 30s).
 	WriteTimeout time.Duration
@@ -122,6 +126,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /ready", s.handleReady)
 	m.Handle("GET /metrics", s.metrics.handler())
 	m.HandleFunc("GET /v1/models", s.authed(s.handleModels))
+	m.HandleFunc("GET /v1/models/{id...}", s.authed(s.handleModel))
 	m.HandleFunc("POST /v1/completions", s.authed(s.handleCompletions))
 	m.HandleFunc("POST /v1/chat/completions", s.authed(s.handleChat))
 	m.HandleFunc("POST /tokenize", s.authed(s.handleTokenize))

@@ -56,7 +56,7 @@ func TestTwoTenantsGetSeparateOutputsUsageAndSalts(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			resp, err := env.client(key).Completions.New(context.Background(), openai.CompletionNewParams{
-				Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}})
+				Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(30)})
 			if err != nil {
 				t.Error(err)
 				return
