@@ -43,6 +43,7 @@ type gatewayOptions struct {
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
+	registerLenient(fs)
 	fs.Var(&o.prefill, "prefill", "prefill worker URL (repeat, or comma-separate, for several)")
 	fs.Var(&o.decode, "decode", "decode worker URL (repeat, or comma-separate, for several)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve the OpenAI API on")
@@ -95,6 +96,6 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 		return err
 	}
 	defer g.Close()
-	srv := api.NewServer(api.Config{ModelID: g.Model()}, g, g.Tokenizer(), tenants, logger)
+	srv := api.NewServer(api.Config{ModelID: g.Model(), Lenient: lenient}, g, g.Tokenizer(), tenants, logger)
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }
