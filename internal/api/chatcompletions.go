@@ -23,22 +23,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	if s.chatTmpl == nil {
-		e := invalid("messages", "chat_template_missing", "%v", s.chatErr)
-		if !errors.Is(s.chatErr, chat.ErrNoTemplate) {
-			e.Message = "this model's chat template could not be compiled; use /v1/completions"
-		}
+	text, e := s.renderChat(&req)
+	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
-		return
-	}
-	msgs := make([]chat.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = chat.Message{Role: m.Role, Content: string(m.Content)}
-	}
-	text, err := s.chatTmpl.Render(msgs, chat.Options{AddGenerationPrompt: true,
-		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS())})
-	if err != nil {
-		s.refuse(w, info.tenant.ID, invalid("messages", "invalid_value", "%v", err))
 		return
 	}
 	// The template writes the special tokens (BOS included) itself.
@@ -48,6 +35,55 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
 		logprobs: p.logprobs, nullUsage: p.includeUsage}
 	s.serveGeneration(w, r, prompt, p, "messages", sh)
+}
+
+// renderChat renders a chat request's conversation with the model's
+// template: the one code path of /v1/chat/completions, /apply-template
+// and /v1/chat/render, so what those two show is what would run.
+func (s *Server) renderChat(req *chatRequest) (string, *apiError) {
+	if s.chatTmpl == nil {
+		e := invalid("messages", "chat_template_missing", "%v", s.chatErr)
+		if !errors.Is(s.chatErr, chat.ErrNoTemplate) {
+			e.Message = "this model's chat template could not be compiled; use /v1/completions"
+		}
+		return "", e
+	}
+	conv := chat.Conversation{AddGenerationPrompt: req.AddGenerationPrompt == nil || *req.AddGenerationPrompt,
+		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS()),
+		Documents: req.Documents, Kwargs: req.ChatTemplateKwargs}
+	for _, m := range req.Messages {
+		conv.Messages = append(conv.Messages, m.raw)
+	}
+	text, err := s.chatTmpl.RenderConversation(conv)
+	switch {
+	case errors.Is(err, chat.ErrKwarg):
+		return "", invalid("chat_template_kwargs", "invalid_value", "%v", err)
+	case err != nil:
+		return "", invalid("messages", "invalid_value", "%v", err)
+	}
+	return text, nil
+}
+
+// handleApplyTemplate is llama-server's POST /apply-template (also
+// /v1/chat/render): a chat request in, {"prompt": TEXT} out, rendered by
+// the same code as /v1/chat/completions, without generating.
+func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
+	info := infoFrom(r.Context())
+	var req chatRequest
+	if e := s.readRequest(w, r, chatFields, &req); e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	if _, e := req.params(s.cfg.ModelID, s.eng.MaxContext()); e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	text, e := s.renderChat(&req)
+	if e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 }
 
 // chatShape renders /v1/chat/completions bodies.

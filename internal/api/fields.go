@@ -71,7 +71,8 @@ var completionFields = merge(commonFields, map[string]fieldRule{
 var chatFields = merge(commonFields, map[string]fieldRule{
 	"messages": honoured, "logprobs": honoured, "top_logprobs": honoured,
 	"add_generation_prompt": honoured, "chat_template_kwargs": honoured,
-	"continue_final_message": honoured, "documents": honoured,
+	"documents":              honoured,
+	"continue_final_message": only("continue_final_message = true is not supported", "false"),
 	"tools":                  only("tools are not supported yet; send no tools", "[]"),
 	"tool_choice":            only(`tool_choice is not supported yet; only "none"`, `"none"`),
 	"parallel_tool_calls":    honoured, // without tools it has nothing to act on

@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -56,9 +57,21 @@ type completionRequest struct {
 	Suffix   *string     `json:"suffix"`
 }
 
+// chatMessage is one message as sent: its role and content are checked,
+// and the raw object goes to the chat template unchanged.
 type chatMessage struct {
 	Role    string         `json:"role"`
 	Content messageContent `json:"content"`
+	raw     json.RawMessage
+}
+
+func (m *chatMessage) UnmarshalJSON(b []byte) error {
+	type plain chatMessage
+	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
+		return err
+	}
+	m.raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 type chatRequest struct {
@@ -66,6 +79,11 @@ type chatRequest struct {
 	Messages    []chatMessage `json:"messages"`
 	Logprobs    bool          `json:"logprobs"`
 	TopLogprobs *int          `json:"top_logprobs"`
+
+	// Template inputs (vLLM's and llama-server's names).
+	AddGenerationPrompt *bool                      `json:"add_generation_prompt"` // default true
+	Documents           json.RawMessage            `json:"documents"`
+	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 }
 
 // genParams are a request's validated generation settings.

@@ -129,9 +129,11 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/models/{id...}", s.authed(s.handleModel))
 	m.HandleFunc("POST /v1/completions", s.authed(s.handleCompletions))
 	m.HandleFunc("POST /v1/chat/completions", s.authed(s.handleChat))
+	m.HandleFunc("POST /apply-template", s.authed(s.handleApplyTemplate))
+	m.HandleFunc("POST /v1/chat/render", s.authed(s.handleApplyTemplate))
 	m.HandleFunc("POST /tokenize", s.authed(s.handleTokenize))
 	m.HandleFunc("POST /detokenize", s.authed(s.handleDetokenize))
-	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/v1/models", "/health", "/ready", "/metrics"} {
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/apply-template", "/v1/chat/render", "/v1/models", "/health", "/ready", "/metrics"} {
 		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
 				Message: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
