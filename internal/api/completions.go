@@ -31,6 +31,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	info.logUser(req.User, req.SafetyID)
 	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
 		logprobs: p.logprobs, nullUsage: p.includeUsage}
+	if req.Echo {
+		sh.echo = req.Prompt.text
+		if req.Prompt.isIDs {
+			sh.echo = s.tok.Decode(prompt)
+		}
+	}
 	s.serveGeneration(w, r, prompt, p, "prompt", sh)
 }
 
@@ -62,6 +68,8 @@ type completionShape struct {
 	// nullUsage: the stream asked for usage, so every chunk before the
 	// usage chunk carries "usage": null, as OpenAI sends it.
 	nullUsage bool
+	// echo is the prompt text, sent before the completion (echo = true).
+	echo string
 }
 
 type completionChoice struct {
@@ -112,7 +120,13 @@ func (c *completionShape) lps(tokens []tokenLP) *completionLogprobs {
 	return out
 }
 
-func (c *completionShape) first() any { return nil }
+// first sends the echoed prompt, if any, as the stream's first text.
+func (c *completionShape) first() any {
+	if c.echo == "" {
+		return nil
+	}
+	return c.body([]completionChoice{{Text: c.echo}}, nil)
+}
 
 func (c *completionShape) delta(ch chunk) any {
 	return c.body([]completionChoice{{Text: ch.text, Logprobs: c.lps(ch.tokens)}}, nil)
@@ -127,5 +141,5 @@ func (c *completionShape) usageChunk(u usageCounts) any {
 }
 
 func (c *completionShape) full(text string, lps []tokenLP, finish string, u usageCounts) any {
-	return c.body([]completionChoice{{Text: text, Logprobs: c.lps(lps), FinishReason: &finish}}, u.json())
+	return c.body([]completionChoice{{Text: c.echo + text, Logprobs: c.lps(lps), FinishReason: &finish}}, u.json())
 }

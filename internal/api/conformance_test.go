@@ -177,3 +177,30 @@ func TestSamplingFieldsReachTheEngineAndBadOnesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestEchoPrependsThePromptAndRefusesPromptLogprobs(t *testing.T) {
+	env := newTestEnv(t, apitest.NewFakeEngine(), nil)
+	resp, err := env.client("").Completions.New(context.Background(), openai.CompletionNewParams{
+		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("abc")},
+		Echo: openai.Bool(true), MaxTokens: openai.Int(2)})
+	if err != nil || resp.Choices[0].Text != "abcab" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	_, _, body := env.post(t, "/v1/completions", "", `{"prompt":"abc","echo":true,"max_tokens":2,"stream":true}`)
+	if i, j := strings.Index(body, `"text":"abc"`), strings.Index(body, `"text":"a"`); i < 0 || j < i {
+		t.Fatalf("stream must open with the echoed prompt: %s", body)
+	}
+	if s, _, b := env.post(t, "/v1/completions", "", `{"prompt":"abc","echo":true,"logprobs":1}`); s != 400 || !strings.Contains(b, `"param":"echo"`) {
+		t.Fatalf("%d %s", s, b)
+	}
+}
+
+func TestUnknownStreamOptionsAreRefused(t *testing.T) {
+	env := newTestEnv(t, apitest.NewFakeEngine(), nil)
+	if s, _, b := env.post(t, "/v1/completions", "", `{"prompt":"a","max_tokens":1,"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}`); s != 200 {
+		t.Fatalf("%d %s", s, b)
+	}
+	if s, _, b := env.post(t, "/v1/completions", "", `{"prompt":"a","stream":true,"stream_options":{"continuous_usage_stats":true}}`); s != 400 || !strings.Contains(b, `"param":"stream_options"`) {
+		t.Fatalf("%d %s", s, b)
+	}
+}

@@ -51,7 +51,7 @@ func never(why string) fieldRule {
 var commonFields = map[string]fieldRule{
 	"model": honoured, "max_tokens": honoured, "max_completion_tokens": honoured,
 	"temperature": honoured, "top_p": honoured, "top_k": honoured, "min_p": honoured,
-	"seed": honoured, "stop": honoured, "stream": honoured, "stream_options": honoured,
+	"seed": honoured, "stop": honoured, "stream": honoured, "stream_options": streamOptionsRule,
 	"ignore_eos": honoured, "min_tokens": honoured, "stop_token_ids": honoured,
 	"logit_bias": honoured, "presence_penalty": honoured, "frequency_penalty": honoured,
 	"repetition_penalty": honoured,
@@ -63,7 +63,7 @@ var commonFields = map[string]fieldRule{
 
 var completionFields = merge(commonFields, map[string]fieldRule{
 	"prompt": honoured, "logprobs": honoured,
-	"echo":    only("echo = true is not supported", "false"),
+	"echo":    honoured, // without logprobs; with them refused in params
 	"suffix":  only("suffix is not supported", `""`),
 	"best_of": only("best_of > 1 is not supported; only best_of = 1", "1"),
 })
@@ -93,6 +93,25 @@ var chatFields = merge(commonFields, map[string]fieldRule{
 	"prompt_cache_options":   never("prompt_cache_options is not supported"),
 	"moderation":             never("moderation is not supported"),
 })
+
+// streamOptionsRule refuses unknown keys inside stream_options too, and
+// include_obfuscation = true (this server pads no chunks).
+var streamOptionsRule = fieldRule{why: `stream_options accepts only "include_usage" (and "include_obfuscation": false)`,
+	neutral: func(raw json.RawMessage) bool {
+		var o map[string]json.RawMessage
+		if json.Unmarshal(raw, &o) != nil {
+			return false
+		}
+		for k, v := range o {
+			switch {
+			case k == "include_usage":
+			case k == "include_obfuscation" && (string(v) == "false" || string(v) == "null"):
+			default:
+				return false
+			}
+		}
+		return true
+	}}
 
 func merge(a, b map[string]fieldRule) map[string]fieldRule {
 	out := make(map[string]fieldRule, len(a)+len(b))

@@ -180,8 +180,8 @@ func (r *completionRequest) params(modelID string, maxContext int) (genParams, *
 	if !r.Prompt.set {
 		return p, invalid("prompt", "missing_field", `field "prompt" is required`)
 	}
-	if r.Echo {
-		return p, invalid("echo", "unsupported_value", "echo is not supported")
+	if r.Echo && r.Logprobs != nil {
+		return p, invalid("echo", "unsupported_value", "echo with logprobs is not supported: prompt logprobs are not computed")
 	}
 	if r.Suffix != nil && *r.Suffix != "" {
 		return p, invalid("suffix", "unsupported_value", "suffix is not supported")

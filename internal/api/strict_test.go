@@ -39,7 +39,7 @@ var completionCases = map[string]fieldCase{
 	"prompt":            {value: `"hello"`, check: func(r engine.Request) string { return want(len(r.Prompt) == 6, "prompt tokens") }},
 	"model":             {value: `"` + testModel + `"`},
 	"best_of":           {value: `2`, refuse: true},
-	"echo":              {value: `true`, refuse: true},
+	"echo":              {value: `true`},
 	"frequency_penalty": {value: `0.5`, check: func(r engine.Request) string { return want(r.Sampling.FrequencyPenalty == 0.5, "frequency_penalty") }},
 	"logprobs":          {value: `3`, check: func(r engine.Request) string { return want(r.Logprobs && r.TopLogprobs == 3, "logprobs") }},
 	"max_tokens":        {value: `3`, check: func(r engine.Request) string { return want(r.MaxTokens == 3, "max_tokens") }},
