@@ -23,7 +23,8 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; larger ones get 413 (default 8 MiB).
 	MaxBodyBytes int64
 	// DefaultMaxTokens applies when a request sets no max_tokens; 0 means
-	// the rest of the context, as vLLM does.
+	// OpenAI's defaults: 16 on /v1/completions, the rest of the context on
+	// /v1/chat/completions.
 	DefaultMaxTokens int
 	// Lenient downgrades unknown request fields from a 400 to a logged
 	// warning and the X-Bulkhead-Ignored-Fields response header. Known
