@@ -45,6 +45,7 @@ type gatewayOptions struct {
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
+	registerLenient(fs)
 	fs.Var(&o.prefill, "prefill", "prefill worker URL (repeat, or comma-separate, for several)")
 	fs.Var(&o.decode, "decode", "decode worker URL (repeat, or comma-separate, for several)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve the OpenAI API on")
@@ -111,7 +112,7 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	if err := o.trust.applySecret(tenants); err != nil {
 		return err
 	}
-	ls := newLateServer(ctx, g, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial}, tenants, logger)
+	ls := newLateServer(ctx, g, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
 	stopAdmin, err := o.trust.startAdmin(ls.MetricsHandler(), logger)
 	if err != nil {
 		return err

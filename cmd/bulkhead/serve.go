@@ -58,6 +58,7 @@ func (o *serveOptions) registerEngine(fs *flag.FlagSet) {
 
 // register adds the engine flags and those of a long-running server.
 func (o *serveOptions) register(fs *flag.FlagSet) {
+	registerLenient(fs)
 	o.registerEngine(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish before they are aborted")
@@ -103,7 +104,7 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	}
 	defer m.Close()
 	defer eng.Close()
-	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial}, eng, m.Tok, tenants, logger)
+	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, eng, m.Tok, tenants, logger)
 	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), logger)
 	if err != nil {
 		return err

@@ -11,47 +11,103 @@ import (
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req chatRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readRequest(w, r, chatFields, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
 	p, e := req.params(s.cfg.ModelID, s.eng.MaxContext())
+	if e == nil {
+		e = checkTokenIDs(&p, s.tok)
+	}
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
+	conv, e := s.conversation(&req)
+	if e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	// The template writes the special tokens (BOS included) itself; the
+	// tenant's text stays text (special.go).
+	prompt, e := s.encodeChat(conv, s.parseSpecial(info.tenant))
+	if e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
+	p.defaultMax = s.cfg.DefaultMaxTokens // 0: the rest of the context, as OpenAI and vLLM
+	info.logUser(req.User, req.SafetyID)
+	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
+		logprobs: p.logprobs, nullUsage: p.includeUsage}
+	s.serveGeneration(w, r, prompt, p, "messages", sh)
+}
+
+// renderChat renders a chat request's conversation with the model's
+// template: the one code path of /v1/chat/completions, /apply-template
+// and /v1/chat/render, so what those two show is what would run.
+func (s *Server) renderChat(req *chatRequest) (string, *apiError) {
+	conv, e := s.conversation(req)
+	if e != nil {
+		return "", e
+	}
+	text, err := s.chatTmpl.RenderConversation(conv)
+	switch {
+	case errors.Is(err, chat.ErrKwarg):
+		return "", invalid("chat_template_kwargs", "invalid_value", "%v", err)
+	case err != nil:
+		return "", invalid("messages", "invalid_value", "%v", err)
+	}
+	return text, nil
+}
+
+// conversation is what a chat request hands the template.
+func (s *Server) conversation(req *chatRequest) (chat.Conversation, *apiError) {
 	if s.chatTmpl == nil {
 		e := invalid("messages", "chat_template_missing", "%v", s.chatErr)
 		if !errors.Is(s.chatErr, chat.ErrNoTemplate) {
 			e.Message = "this model's chat template could not be compiled; use /v1/completions"
 		}
+		return chat.Conversation{}, e
+	}
+	conv := chat.Conversation{AddGenerationPrompt: req.AddGenerationPrompt == nil || *req.AddGenerationPrompt,
+		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS()),
+		Documents: req.Documents, Kwargs: req.ChatTemplateKwargs}
+	for _, m := range req.Messages {
+		conv.Messages = append(conv.Messages, m.raw)
+	}
+	return conv, nil
+}
+
+// handleApplyTemplate is llama-server's POST /apply-template (also
+// /v1/chat/render): a chat request in, {"prompt": TEXT} out, rendered by
+// the same code as /v1/chat/completions, without generating.
+func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
+	info := infoFrom(r.Context())
+	var req chatRequest
+	if e := s.readRequest(w, r, chatFields, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	msgs := make([]chat.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = chat.Message{Role: m.Role, Content: string(m.Content)}
+	if _, e := req.params(s.cfg.ModelID, s.eng.MaxContext()); e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
 	}
-	// The template writes the special tokens (BOS included) itself; the
-	// messages' contents stay text (special.go).
-	prompt, e := s.encodeChat(msgs, chat.Options{AddGenerationPrompt: true,
-		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS())}, s.parseSpecial(info.tenant))
+	text, e := s.renderChat(&req)
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
-		logprobs: p.logprobs}
-	s.serveGeneration(w, r, prompt, p, "messages", sh)
+	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 }
 
 // chatShape renders /v1/chat/completions bodies.
 type chatShape struct {
-	s        *Server
-	id       string
-	created  int64
-	model    string
-	logprobs bool
+	s         *Server
+	id        string
+	created   int64
+	model     string
+	logprobs  bool
+	nullUsage bool // see completionShape
 }
 
 type chatDelta struct {
@@ -97,11 +153,12 @@ type chatBody struct {
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
-	Usage   *usageJSON   `json:"usage,omitempty"`
+	Usage   any          `json:"usage,omitempty"` // *usageJSON, jsonNull or nil
 }
 
 func (c *chatShape) chunk(choices []chatChoice, u *usageJSON) chatBody {
-	return chatBody{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: choices, Usage: u}
+	return chatBody{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model, Choices: choices,
+		Usage: usageValue(u, c.nullUsage)}
 }
 
 func (c *chatShape) bytesOf(id int32) (string, []int) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 )
@@ -8,11 +9,14 @@ import (
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req completionRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readRequest(w, r, completionFields, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
 	p, e := req.params(s.cfg.ModelID, s.eng.MaxContext())
+	if e == nil {
+		e = checkTokenIDs(&p, s.tok)
+	}
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
@@ -22,7 +26,17 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID, logprobs: p.logprobs}
+	// OpenAI's default for completions is 16 tokens.
+	p.defaultMax = cmp.Or(s.cfg.DefaultMaxTokens, 16)
+	info.logUser(req.User, req.SafetyID)
+	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
+		logprobs: p.logprobs, nullUsage: p.includeUsage}
+	if req.Echo {
+		sh.echo = req.Prompt.text
+		if req.Prompt.isIDs {
+			sh.echo = s.tok.Decode(prompt)
+		}
+	}
 	s.serveGeneration(w, r, prompt, p, "prompt", sh)
 }
 
@@ -51,6 +65,11 @@ type completionShape struct {
 	created  int64
 	model    string
 	logprobs bool
+	// nullUsage: the stream asked for usage, so every chunk before the
+	// usage chunk carries "usage": null, as OpenAI sends it.
+	nullUsage bool
+	// echo is the prompt text, sent before the completion (echo = true).
+	echo string
 }
 
 type completionChoice struct {
@@ -75,11 +94,12 @@ type completionBody struct {
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
-	Usage   *usageJSON         `json:"usage,omitempty"`
+	Usage   any                `json:"usage,omitempty"` // *usageJSON, jsonNull or nil
 }
 
 func (c *completionShape) body(choices []completionChoice, u *usageJSON) completionBody {
-	return completionBody{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices, Usage: u}
+	return completionBody{ID: c.id, Object: "text_completion", Created: c.created, Model: c.model, Choices: choices,
+		Usage: usageValue(u, c.nullUsage)}
 }
 
 func (c *completionShape) lps(tokens []tokenLP) *completionLogprobs {
@@ -100,7 +120,13 @@ func (c *completionShape) lps(tokens []tokenLP) *completionLogprobs {
 	return out
 }
 
-func (c *completionShape) first() any { return nil }
+// first sends the echoed prompt, if any, as the stream's first text.
+func (c *completionShape) first() any {
+	if c.echo == "" {
+		return nil
+	}
+	return c.body([]completionChoice{{Text: c.echo}}, nil)
+}
 
 func (c *completionShape) delta(ch chunk) any {
 	return c.body([]completionChoice{{Text: ch.text, Logprobs: c.lps(ch.tokens)}}, nil)
@@ -115,5 +141,5 @@ func (c *completionShape) usageChunk(u usageCounts) any {
 }
 
 func (c *completionShape) full(text string, lps []tokenLP, finish string, u usageCounts) any {
-	return c.body([]completionChoice{{Text: text, Logprobs: c.lps(lps), FinishReason: &finish}}, u.json())
+	return c.body([]completionChoice{{Text: c.echo + text, Logprobs: c.lps(lps), FinishReason: &finish}}, u.json())
 }

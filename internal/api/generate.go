@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
@@ -15,7 +16,7 @@ type tokenLP struct {
 	id      int32
 	logprob float32
 	top     []engine.TokenLogprob
-	offset  int // byte offset of the token's text in the completion
+	offset  int // character (code point) offset of the token's text in the completion
 }
 
 // chunk is what one engine event produced for the client.
@@ -55,8 +56,8 @@ func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *ge
 		// leakrepro builds: pass the oversized prompt on, as the vulnerable
 		// engine did (see internal/leakrepro).
 		p.maxTokens = max(1, min(p.maxTokens, 32))
-	} else {
-		p.fitMaxTokens(len(prompt), maxCtx, s.cfg.DefaultMaxTokens)
+	} else if e := p.fitMaxTokens(param, len(prompt), maxCtx, p.defaultMax); e != nil {
+		return nil, e
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
@@ -64,7 +65,7 @@ func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *ge
 	req := engine.Request{
 		ID: info.id, Tenant: info.tenant.ID, CacheSalt: info.tenant.CacheSalt,
 		Prompt: prompt, MaxTokens: p.maxTokens, Sampling: p.sampling,
-		Logprobs: p.logprobs, TopLogprobs: p.topLogprobs, IgnoreEOS: p.ignoreEOS,
+		Logprobs: p.logprobs, TopLogprobs: p.topLogprobs, IgnoreEOS: p.ignoreEOS, StopTokens: p.stopTokens,
 	}
 	events, err := s.eng.Submit(ctx, req)
 	if err != nil {
@@ -108,7 +109,7 @@ func (s *Server) run(a *admission, p genParams, arrival time.Time, emit func(chu
 		if c.text == "" && len(c.tokens) == 0 {
 			return true
 		}
-		sent += len(c.text)
+		sent += utf8.RuneCountInString(c.text)
 		if err := emit(c); err != nil {
 			res.err, res.clientErr = err, true
 			return false

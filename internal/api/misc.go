@@ -42,6 +42,20 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// handleModel serves GET /v1/models/{id}: the model card, or 404
+// model_not_found for any other id.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id != s.cfg.ModelID {
+		e := invalid("model", "model_not_found", "model %q does not exist; this server serves %q", id, s.cfg.ModelID)
+		e.Status = http.StatusNotFound
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, modelCard{ID: s.cfg.ModelID, Object: "model", Created: time.Now().Unix(),
+		OwnedBy: s.cfg.OwnedBy, MaxModelLen: s.eng.MaxContext()})
+}
+
 // tokenizeRequest accepts vLLM's {"model","prompt"} and llama.cpp's
 // {"content"}; add_special_tokens defaults to true as in vLLM.
 type tokenizeRequest struct {

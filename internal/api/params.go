@@ -3,6 +3,9 @@ package api
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
+	"net/http"
+	"strconv"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 )
@@ -35,6 +38,15 @@ type commonRequest struct {
 	N             *int           `json:"n"`
 	IgnoreEOS     bool           `json:"ignore_eos"`
 	User          string         `json:"user"`
+	SafetyID      string         `json:"safety_identifier"`
+
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	MinTokens           *int               `json:"min_tokens"`
+	StopTokenIDs        []int32            `json:"stop_token_ids"`
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	RepetitionPenalty   *float64           `json:"repetition_penalty"`
 }
 
 type completionRequest struct {
@@ -45,22 +57,42 @@ type completionRequest struct {
 	Suffix   *string     `json:"suffix"`
 }
 
+// chatMessage is one message as sent: its role and content are checked,
+// and the raw object goes to the chat template unchanged.
 type chatMessage struct {
 	Role    string         `json:"role"`
 	Content messageContent `json:"content"`
+	raw     json.RawMessage
+}
+
+func (m *chatMessage) UnmarshalJSON(b []byte) error {
+	type plain chatMessage
+	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
+		return err
+	}
+	m.raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 type chatRequest struct {
 	commonRequest
-	Messages            []chatMessage `json:"messages"`
-	MaxCompletionTokens *int          `json:"max_completion_tokens"`
-	Logprobs            bool          `json:"logprobs"`
-	TopLogprobs         *int          `json:"top_logprobs"`
+	Messages    []chatMessage `json:"messages"`
+	Logprobs    bool          `json:"logprobs"`
+	TopLogprobs *int          `json:"top_logprobs"`
+
+	// Template inputs (vLLM's and llama-server's names).
+	AddGenerationPrompt *bool                      `json:"add_generation_prompt"` // default true
+	Documents           json.RawMessage            `json:"documents"`
+	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
 }
 
 // genParams are a request's validated generation settings.
 type genParams struct {
-	maxTokens    int // 0: not given, use the rest of the context
+	maxTokens    int    // 0: not given, the endpoint's default applies
+	maxParam     string // the field maxTokens came from, for errors
+	minTokens    int
+	defaultMax   int // max_tokens when not given; 0: the rest of the context
+	stopTokens   []int32
 	sampling     engine.Sampling
 	stop         []string
 	stream       bool
@@ -76,16 +108,17 @@ func (c *commonRequest) validate(modelID string, maxContext int) (genParams, *ap
 	if c.Model != "" && c.Model != modelID {
 		e := invalid("model", "model_not_found", "model %q does not exist; this server serves %q", c.Model, modelID)
 		e.reason = "unknown_model"
+		e.Status = http.StatusNotFound
 		return p, e
 	}
 	if c.N != nil && *c.N != 1 {
 		return p, invalid("n", "unsupported_value", "n = %d is not supported; only n = 1", *c.N)
 	}
-	if c.MaxTokens != nil {
-		if *c.MaxTokens <= 0 || *c.MaxTokens > maxContext {
-			return p, invalid("max_tokens", "invalid_value", "max_tokens = %d must be between 1 and the context size %d", *c.MaxTokens, maxContext)
-		}
-		p.maxTokens = *c.MaxTokens
+	if e := c.maxTokens(&p, maxContext); e != nil {
+		return p, e
+	}
+	if e := c.penalties(&p); e != nil {
+		return p, e
 	}
 	p.sampling.Temperature, p.sampling.TopP = 1, 1
 	if t := c.Temperature; t != nil {
@@ -147,8 +180,8 @@ func (r *completionRequest) params(modelID string, maxContext int) (genParams, *
 	if !r.Prompt.set {
 		return p, invalid("prompt", "missing_field", `field "prompt" is required`)
 	}
-	if r.Echo {
-		return p, invalid("echo", "unsupported_value", "echo is not supported")
+	if r.Echo && r.Logprobs != nil {
+		return p, invalid("echo", "unsupported_value", "echo with logprobs is not supported: prompt logprobs are not computed")
 	}
 	if r.Suffix != nil && *r.Suffix != "" {
 		return p, invalid("suffix", "unsupported_value", "suffix is not supported")
@@ -163,14 +196,8 @@ func (r *completionRequest) params(modelID string, maxContext int) (genParams, *
 }
 
 func (r *chatRequest) params(modelID string, maxContext int) (genParams, *apiError) {
-	if r.MaxCompletionTokens != nil {
-		r.MaxTokens = r.MaxCompletionTokens // the newer name wins
-	}
 	p, err := r.validate(modelID, maxContext)
 	if err != nil {
-		if err.Param == "max_tokens" && r.MaxCompletionTokens != nil {
-			err.Param = "max_completion_tokens"
-		}
 		return p, err
 	}
 	if len(r.Messages) == 0 {
@@ -196,8 +223,10 @@ func (r *chatRequest) params(modelID string, maxContext int) (genParams, *apiErr
 	return p, nil
 }
 
-// fitMaxTokens applies the default and keeps prompt + output within the context.
-func (p *genParams) fitMaxTokens(promptLen, maxContext, defaultMax int) {
+// fitMaxTokens applies the endpoint's default (defaultMax; 0 means the
+// rest of the context) and refuses an explicit max_tokens that does not
+// fit beside the prompt, naming both numbers, as OpenAI and vLLM do.
+func (p *genParams) fitMaxTokens(param string, promptLen, maxContext, defaultMax int) *apiError {
 	room := maxContext - promptLen
 	if p.maxTokens == 0 {
 		p.maxTokens = room
@@ -205,5 +234,126 @@ func (p *genParams) fitMaxTokens(promptLen, maxContext, defaultMax int) {
 			p.maxTokens = min(defaultMax, room)
 		}
 	}
-	p.maxTokens = min(p.maxTokens, room)
+	if p.maxTokens > room {
+		e := invalid(p.maxParam, codeContextLength,
+			"this model's maximum context length is %d tokens; the %s has %d tokens and %s is %d, %d in total",
+			maxContext, param, promptLen, p.maxParam, p.maxTokens, promptLen+p.maxTokens)
+		e.reason = codeContextLength
+		return e
+	}
+	if p.minTokens > p.maxTokens {
+		return invalid("min_tokens", "invalid_value", "min_tokens = %d exceeds the maximum of %d output tokens", p.minTokens, p.maxTokens)
+	}
+	return nil
+}
+
+// maxTokens reads max_tokens and max_completion_tokens, which are two names
+// for one limit: both may be sent, but only with the same value.
+func (c *commonRequest) maxTokens(p *genParams, maxContext int) *apiError {
+	name, v := "max_tokens", c.MaxTokens
+	if c.MaxCompletionTokens != nil {
+		if v != nil && *v != *c.MaxCompletionTokens {
+			return invalid("max_completion_tokens", "invalid_value",
+				"max_completion_tokens = %d disagrees with max_tokens = %d; send one, or both equal", *c.MaxCompletionTokens, *v)
+		}
+		name, v = "max_completion_tokens", c.MaxCompletionTokens
+	}
+	p.maxParam = name
+	if v == nil {
+		return nil
+	}
+	if *v <= 0 || *v > maxContext {
+		return invalid(name, "invalid_value", "%s = %d must be between 1 and the context size %d", name, *v, maxContext)
+	}
+	p.maxTokens = *v
+	return nil
+}
+
+// Ranges of the sampling adjustments (OpenAI's for the penalties and
+// logit_bias; vLLM's for repetition_penalty).
+const (
+	maxLogitBiasEntries = 1024
+	maxStopTokenIDs     = 64
+)
+
+// penalties validates logit_bias, the three penalties, min_tokens and
+// stop_token_ids. Token ids are range-checked against the vocabulary by
+// the handler (checkTokenIDs), which knows it.
+func (c *commonRequest) penalties(p *genParams) *apiError {
+	s := &p.sampling
+	for _, f := range []struct {
+		name   string
+		v      *float64
+		lo, hi float64
+		dst    *float32
+	}{
+		{"presence_penalty", c.PresencePenalty, -2, 2, &s.PresencePenalty},
+		{"frequency_penalty", c.FrequencyPenalty, -2, 2, &s.FrequencyPenalty},
+	} {
+		if f.v == nil {
+			continue
+		}
+		if !(*f.v >= f.lo && *f.v <= f.hi) {
+			return invalid(f.name, "invalid_value", "%s = %g must be between %g and %g", f.name, *f.v, f.lo, f.hi)
+		}
+		*f.dst = float32(*f.v)
+	}
+	if rp := c.RepetitionPenalty; rp != nil {
+		if !(*rp > 0 && *rp <= 10) {
+			return invalid("repetition_penalty", "invalid_value", "repetition_penalty = %g must be greater than 0 and at most 10 (1 disables it)", *rp)
+		}
+		s.RepetitionPenalty = float32(*rp)
+	}
+	if len(c.LogitBias) > maxLogitBiasEntries {
+		return invalid("logit_bias", "invalid_value", "logit_bias has %d entries; at most %d are allowed", len(c.LogitBias), maxLogitBiasEntries)
+	}
+	if len(c.LogitBias) > 0 {
+		s.LogitBias = make(map[int32]float32, len(c.LogitBias))
+	}
+	for k, v := range c.LogitBias {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || id < 0 {
+			return invalid("logit_bias", "invalid_value", "logit_bias key %q is not a token id", k)
+		}
+		if !(v >= -100 && v <= 100) {
+			return invalid("logit_bias", "invalid_value", "logit_bias[%s] = %g must be between -100 and 100", k, v)
+		}
+		s.LogitBias[int32(id)] = float32(v)
+	}
+	if mt := c.MinTokens; mt != nil {
+		if *mt < 0 {
+			return invalid("min_tokens", "invalid_value", "min_tokens = %d must be >= 0", *mt)
+		}
+		p.minTokens = *mt
+		s.MinTokens = *mt
+	}
+	if len(c.StopTokenIDs) > maxStopTokenIDs {
+		return invalid("stop_token_ids", "invalid_value", "stop_token_ids has %d ids; at most %d are allowed", len(c.StopTokenIDs), maxStopTokenIDs)
+	}
+	p.stopTokens = c.StopTokenIDs
+	return nil
+}
+
+// checkTokenIDs range-checks the token ids a request names outside its
+// prompt (logit_bias keys, stop_token_ids) against the vocabulary.
+func checkTokenIDs(p *genParams, tok Tokenizer) *apiError {
+	vs, ok := tok.(vocabSizer)
+	if !ok {
+		if len(p.sampling.LogitBias) > 0 || len(p.stopTokens) > 0 {
+			return invalid("logit_bias", "unsupported_value", "this model's tokenizer cannot range-check token ids")
+		}
+		return nil
+	}
+	n := int32(vs.VocabSize())
+	for id := range p.sampling.LogitBias {
+		if id >= n {
+			return invalid("logit_bias", "invalid_value", "logit_bias token %d is outside the vocabulary [0, %d)", id, n)
+		}
+	}
+	for _, id := range p.stopTokens {
+		if id < 0 || id >= n {
+			return invalid("stop_token_ids", "invalid_value", "stop token %d is outside the vocabulary [0, %d)", id, n)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,17 @@ import (
 )
 
 // requestInfo is what the middleware knows about one HTTP request; the
+// logUser records the request's user and safety_identifier fields on its
+// log lines: that is what they are for (tracing abuse back to an end user).
+func (i *requestInfo) logUser(user, safetyID string) {
+	if user != "" {
+		i.log = i.log.With("user", user)
+	}
+	if safetyID != "" {
+		i.log = i.log.With("safety_identifier", safetyID)
+	}
+}
+
 // handler fills in the tenant and token counts for the final log line.
 type requestInfo struct {
 	id               string

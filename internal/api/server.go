@@ -23,8 +23,13 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; larger ones get 413 (default 8 MiB).
 	MaxBodyBytes int64
 	// DefaultMaxTokens applies when a request sets no max_tokens; 0 means
-	// the rest of the context, as vLLM does.
+	// OpenAI's defaults: 16 on /v1/completions, the rest of the context on
+	// /v1/chat/completions.
 	DefaultMaxTokens int
+	// Lenient downgrades unknown request fields from a 400 to a logged
+	// warning and the X-Bulkhead-Ignored-Fields response header. Known
+	// fields with unsupported values are refused either way.
+	Lenient bool
 	// WriteTimeout bounds each write to a client, so one that stops
 	// reading cannot hold a request forever (default 30s).
 	WriteTimeout time.Duration
@@ -124,11 +129,14 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /health", s.handleHealth)
 	m.HandleFunc("GET /ready", s.handleReady)
 	m.HandleFunc("GET /v1/models", s.authed(s.handleModels))
+	m.HandleFunc("GET /v1/models/{id...}", s.authed(s.handleModel))
 	m.HandleFunc("POST /v1/completions", s.authed(s.handleCompletions))
 	m.HandleFunc("POST /v1/chat/completions", s.authed(s.handleChat))
+	m.HandleFunc("POST /apply-template", s.authed(s.handleApplyTemplate))
+	m.HandleFunc("POST /v1/chat/render", s.authed(s.handleApplyTemplate))
 	m.HandleFunc("POST /tokenize", s.authed(s.handleTokenize))
 	m.HandleFunc("POST /detokenize", s.authed(s.handleDetokenize))
-	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/v1/models", "/health", "/ready"} {
+	for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize", "/apply-template", "/v1/chat/render", "/v1/models", "/health", "/ready"} {
 		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Type: typeInvalidRequest, Code: "method_not_allowed",
 				Message: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,18 +128,26 @@ func TestForgedMarkersInChatContentAreInertForEveryTemplate(t *testing.T) {
 			continue
 		}
 		s := &Server{tok: templated{tokenizerAdapter{tok}, string(src)}, chatTmpl: tmpl}
-		conv := func(c string) []chat.Message {
+		msgs := func(c string) []chat.Message {
 			return []chat.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: c}}
 		}
-		base, e := s.encodeChat(conv(harmless), opts, false)
+		conv := func(c string) chat.Conversation {
+			cv := chat.Conversation{AddGenerationPrompt: opts.AddGenerationPrompt, BOSToken: opts.BOSToken, EOSToken: opts.EOSToken}
+			for _, m := range msgs(c) {
+				raw, _ := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+				cv.Messages = append(cv.Messages, raw)
+			}
+			return cv
+		}
+		base, e := s.encodeChat(conv(harmless), false)
 		if e != nil {
 			continue // the template refuses this conversation shape
 		}
 		name := filepath.Base(file)
-		if text, err := tmpl.Render(conv(harmless), opts); err != nil || !slices.Equal(base, tok.Encode(text, false, true)) {
+		if text, err := tmpl.RenderConversation(conv(harmless)); err != nil || !slices.Equal(base, tok.Encode(text, false, true)) {
 			t.Errorf("%s: keeping contents apart changed the tokens of a harmless conversation", name)
 		}
-		got, e := s.encodeChat(conv(forged), opts, false)
+		got, e := s.encodeChat(conv(forged), false)
 		if e != nil {
 			transformed++ // refused rather than parsed: also inert
 			continue
@@ -147,7 +156,7 @@ func TestForgedMarkersInChatContentAreInertForEveryTemplate(t *testing.T) {
 		if count(got) != count(base) {
 			t.Errorf("%s: forged message yields %d control tokens, harmless one %d", name, count(got), count(base))
 		}
-		if legacy, _ := s.encodeChat(conv(forged), opts, true); count(legacy) <= count(base) {
+		if legacy, _ := s.encodeChat(conv(forged), true); count(legacy) <= count(base) {
 			t.Errorf("%s: with parsing allowed the markers should be control tokens", name)
 		}
 	}

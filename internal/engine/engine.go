@@ -169,16 +169,13 @@ func (e *Engine) newJob(req Request, prefillOnly bool) (*job, error) {
 	if err := e.validate(req); err != nil {
 		return nil, err
 	}
-	smp, err := sample.New(sample.Params{
-		Temperature: float64(req.Sampling.Temperature), TopK: req.Sampling.TopK,
-		TopP: float64(req.Sampling.TopP), MinP: float64(req.Sampling.MinP), Seed: req.Sampling.Seed,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
 	stopSet := slices.Clone(req.StopTokens)
 	if !req.IgnoreEOS {
 		stopSet = append(stopSet, e.cfg.EOG...)
+	}
+	smp, err := sample.New(samplerParams(req, stopSet))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	id := e.nextID.Add(1)
 	adm, err := sched.Admit(sched.Request{
@@ -285,4 +282,22 @@ func (e *Engine) Close() {
 		e.poke()
 	}
 	<-e.done
+}
+
+// samplerParams maps a request's sampling settings onto the sampler's.
+func samplerParams(req Request, stopSet []int32) sample.Params {
+	sp := req.Sampling
+	p := sample.Params{
+		Temperature: float64(sp.Temperature), TopK: sp.TopK,
+		TopP: float64(sp.TopP), MinP: float64(sp.MinP), Seed: sp.Seed,
+		LogitBias: sp.LogitBias, PresencePenalty: sp.PresencePenalty, FrequencyPenalty: sp.FrequencyPenalty,
+		RepetitionPenalty: sp.RepetitionPenalty, MinTokens: sp.MinTokens,
+	}
+	if sp.MinTokens > 0 {
+		p.Suppress = stopSet
+	}
+	if sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1 {
+		p.Prompt = req.Prompt
+	}
+	return p
 }

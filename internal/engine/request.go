@@ -36,6 +36,16 @@ type Sampling struct {
 	TopP        float32 // 0 or 1 disables
 	MinP        float32
 	Seed        uint64
+	// Adjustments applied to the logits before the filters (see
+	// sample.Params): per-token bias, OpenAI's presence and frequency
+	// penalties over the generated tokens, the multiplicative repetition
+	// penalty over prompt and output, and MinTokens, before which the
+	// stop and end-of-generation tokens cannot be drawn.
+	LogitBias         map[int32]float32
+	PresencePenalty   float32
+	FrequencyPenalty  float32
+	RepetitionPenalty float32 // 0 or 1 disables
+	MinTokens         int
 }
 
 // TokenLogprob is one candidate token and its natural-log probability.

@@ -34,6 +34,21 @@ type Params struct {
 	MinP float64
 	// Seed seeds the sampler's PRNG.
 	Seed uint64
+
+	// Logit adjustments, applied in this order before the filters (see
+	// adjust.go): LogitBias adds to a token's logit; RepetitionPenalty
+	// (0 or 1 disables) divides positive and multiplies negative logits
+	// of tokens seen in Prompt or the output; PresencePenalty and
+	// FrequencyPenalty subtract, for each token generated so far, the
+	// penalty once and per occurrence; Suppress bans tokens (the stop set)
+	// until MinTokens have been drawn.
+	LogitBias         map[int32]float32
+	RepetitionPenalty float32
+	PresencePenalty   float32
+	FrequencyPenalty  float32
+	MinTokens         int
+	Suppress          []int32
+	Prompt            []int32
 }
 
 // Validate checks the ranges (OpenAI's and llama.cpp's).
@@ -47,6 +62,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sample: top_p %g must be in [0, 1]", p.TopP)
 	case !(p.MinP >= 0 && p.MinP <= 1):
 		return fmt.Errorf("sample: min_p %g must be in [0, 1]", p.MinP)
+	case !(p.RepetitionPenalty >= 0):
+		return fmt.Errorf("sample: repetition_penalty %g must be ≥ 0", p.RepetitionPenalty)
+	case p.MinTokens < 0:
+		return fmt.Errorf("sample: min_tokens %d must be ≥ 0", p.MinTokens)
 	}
 	return nil
 }
@@ -57,6 +76,7 @@ type Sampler struct {
 	rng  *rand.Rand
 	cand []candidate
 	prob []float64 // per-token scratch
+	adj  adjuster
 }
 
 type candidate struct {
@@ -69,7 +89,7 @@ func New(p Params) (*Sampler, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return &Sampler{p: p, rng: rand.New(rand.NewPCG(p.Seed, 0x73616d706c65))}, nil
+	return &Sampler{p: p, rng: rand.New(rand.NewPCG(p.Seed, 0x73616d706c65)), adj: newAdjuster(p)}, nil
 }
 
 // Greedy returns the id of the largest logit, the lowest id among equals.
@@ -90,7 +110,17 @@ func Greedy(logits []float32) int32 {
 // top-p both keep a most-probable prefix, so tokens below min-p's cut, or
 // below a cut whose survivors already hold top-p's mass, are dropped before
 // sorting. Without filters nothing is sorted.
+//
+// Logit adjustments (Params.LogitBias and the penalties) are applied to a
+// copy first; logits itself is not modified. Every drawn token is recorded
+// for the penalties, so one Sampler serves exactly one sequence.
 func (s *Sampler) Sample(logits []float32) int32 {
+	tok := s.draw(s.adj.apply(logits))
+	s.adj.record(tok)
+	return tok
+}
+
+func (s *Sampler) draw(logits []float32) int32 {
 	if s.p.Temperature == 0 || s.p.TopK == 1 {
 		return Greedy(logits)
 	}
