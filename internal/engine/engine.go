@@ -65,6 +65,7 @@ type Engine struct {
 	jobs        map[uint64]*job // owned by the loop
 	preemptions uint64          // owned by the loop
 	prefix      struct{ queries, hits uint64 }
+	aborts      abortLog // owned by the loop; see status.go
 }
 
 // job is one request as the loop sees it.
