@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/pagemap"
 	"io"
 	"os"
 	"os/signal"
@@ -40,6 +41,7 @@ type gatewayOptions struct {
 	interval        time.Duration
 	drain           time.Duration
 	logLevel        string
+	ui              uiOptions // the live page map, see ui.go
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
@@ -51,6 +53,7 @@ func (o *gatewayOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.interval, "check-interval", 5*time.Second, "how often worker configuration is re-checked for drift")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	o.ui.registerGateway(fs)
 }
 
 func runGateway(args []string, stdout, stderr io.Writer) error {
@@ -96,5 +99,10 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	}
 	defer g.Close()
 	srv := api.NewServer(api.Config{ModelID: g.Model()}, g, g.Tokenizer(), tenants, logger)
+	stopUI, err := o.ui.start(pagemap.Options{Metrics: srv.MetricsHandler()}, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }

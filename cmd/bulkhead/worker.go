@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/pagemap"
 	"io"
 	"os"
 	"os/signal"
@@ -53,6 +54,11 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 	if err != nil {
 		return err
 	}
+	stopUI, err := o.ui.start(pagemap.Options{Sources: []pagemap.Source{{Role: string(role), Engine: eng}}}, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	info := w.Info()
 	return listenAndServe(ctx, o.listen, w, o.drain, logger, func(addr string) {
 		if ready != nil {
