@@ -32,7 +32,8 @@ type Options struct {
 	// snapshot fetches URL + "/ui/state".
 	Workers []string
 	Client  *http.Client // for Workers; default a client with a 2 s timeout
-	// Interval between events on /ui/events; default 200 ms (5 a second).
+	// Interval between events on /ui/events; default 150 ms, so a browser
+	// sees more than 5 updates a second even when a step delays a snapshot.
 	Interval time.Duration
 }
 
@@ -52,7 +53,7 @@ var _ http.Handler = (*Handler)(nil)
 // New returns a page map over o.
 func New(o Options) *Handler {
 	if o.Interval <= 0 {
-		o.Interval = 200 * time.Millisecond
+		o.Interval = 150 * time.Millisecond
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 2 * time.Second}
