@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/progress"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -106,6 +107,7 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var prefill, decode, prefillCPU, decodeCPU time.Duration
+	rep := progress.New(stderr, "bench", int64(*reps*(*promptLen+*genLen)), "tokens")
 	for r := 0; r < *reps; r++ {
 		start, cpu := time.Now(), processCPU()
 		if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[:*promptLen], Pages: pages}}); err != nil {
@@ -113,16 +115,19 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		}
 		prefill += time.Since(start)
 		prefillCPU += processCPU() - cpu
+		rep.Add(int64(*promptLen))
 		start, cpu = time.Now(), processCPU()
 		for i := 0; i < *genLen; i++ {
 			if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[i : i+1], Pos: i, Pages: pages}}); err != nil {
 				return err
 			}
+			rep.Add(1)
 		}
 		decode += time.Since(start)
 		decodeCPU += processCPU() - cpu
-		fmt.Fprintf(stderr, "rep %d/%d done\n", r+1, *reps)
+		rep.Step("rep %d/%d done", r+1, *reps)
 	}
+	rep.Done()
 	res := kernelsResult{
 		PrefillTokensPerS: float64(*promptLen**reps) / prefill.Seconds(),
 		DecodeTokensPerS:  float64(*genLen**reps) / decode.Seconds(),

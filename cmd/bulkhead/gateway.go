@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/pagemap"
 	"io"
 	"os"
 	"os/signal"
@@ -42,6 +43,7 @@ type gatewayOptions struct {
 	logLevel        string
 	tls             tlsFlags     // mutual TLS to the workers (certs.go)
 	trust           trustOptions // trust.go
+	ui              uiOptions    // the live page map, see ui.go
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
@@ -56,6 +58,7 @@ func (o *gatewayOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	o.tls.register(fs)
 	o.trust.registerServer(fs)
+	o.ui.registerGateway(fs)
 }
 
 func runGateway(args []string, stdout, stderr io.Writer) error {
@@ -113,10 +116,16 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 		return err
 	}
 	ls := newLateServer(ctx, g, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
-	stopAdmin, err := o.trust.startAdmin(ls.MetricsHandler(), logger)
+	uiOpts := o.ui.options(pagemap.Options{Metrics: ls.MetricsHandler()})
+	stopAdmin, err := o.trust.startAdmin(ls.MetricsHandler(), pagemap.New(uiOpts), logger)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
+	stopUI, err := o.ui.start(uiOpts, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	return listenAndServe(ctx, o.listen, ls, o.drain, logger, ready)
 }

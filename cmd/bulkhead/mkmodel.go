@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/progress"
 	"io"
 	"sort"
 	"strings"
@@ -57,8 +58,9 @@ func runMkmodel(args []string, stdout, stderr io.Writer) error {
 	}
 	sh.Vocab = len(tokens)
 	w := gguf.NewWriter()
-	fmt.Fprintf(stderr, "writing %s: shape %s, %s weights, vocab %d, seed %d\n", *out, sh.Name, typ, sh.Vocab, *seed)
-	if err := model.WriteRandom(w, sh, typ, *seed, func(msg string) { fmt.Fprintln(stderr, "  "+msg) }); err != nil {
+	rep := progress.New(stderr, "mkmodel", 0, "")
+	rep.Step("writing %s: shape %s, %s weights, vocab %d, seed %d", *out, sh.Name, typ, sh.Vocab, *seed)
+	if err := model.WriteRandom(w, sh, typ, *seed, func(msg string) { rep.Step("%s", msg) }); err != nil {
 		return err
 	}
 	n := 0
@@ -73,7 +75,7 @@ func runMkmodel(args []string, stdout, stderr io.Writer) error {
 	if err := w.WriteFile(*out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote %s (%d tokenizer keys copied) in %v\n", *out, n, time.Since(start).Round(time.Millisecond))
+	rep.Step("wrote %s (%d tokenizer keys copied) in %v", *out, n, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

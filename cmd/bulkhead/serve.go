@@ -17,6 +17,7 @@ import (
 	"github.com/bulkhead-llm/bulkhead/internal/api"
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/loader"
+	"github.com/bulkhead-llm/bulkhead/internal/pagemap"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 )
 
@@ -37,6 +38,7 @@ type serveOptions struct {
 	tenants     *tenant.Registry // in-process callers (self-check, demo); else tenantsFile
 	tls         tlsFlags         // worker: mutual-TLS credentials (certs.go)
 	trust       trustOptions     // trust.go
+	ui          uiOptions        // the live page map, see ui.go
 }
 
 // registerEngine adds the flags of everything that runs a local engine
@@ -62,6 +64,7 @@ func (o *serveOptions) register(fs *flag.FlagSet) {
 	o.registerEngine(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish before they are aborted")
+	o.ui.register(fs)
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
@@ -105,11 +108,17 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	defer m.Close()
 	defer eng.Close()
 	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, eng, m.Tok, tenants, logger)
-	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), logger)
+	uiOpts := o.ui.options(pagemap.Options{Sources: []pagemap.Source{{Role: "serve", Engine: eng}}, Metrics: srv.MetricsHandler()})
+	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), pagemap.New(uiOpts), logger)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
+	stopUI, err := o.ui.start(uiOpts, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }
 

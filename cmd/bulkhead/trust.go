@@ -71,12 +71,18 @@ func (t *trustOptions) applySecret(r *tenant.Registry) error {
 // startAdmin serves metrics on the admin listener; the returned function
 // stops it. A non-loopback address is allowed but warned about: anyone who
 // reaches it reads every tenant's usage.
-func (t *trustOptions) startAdmin(metrics http.Handler, log *slog.Logger) (func(), error) {
+func (t *trustOptions) startAdmin(metrics, ui http.Handler, log *slog.Logger) (func(), error) {
 	if t.adminListen == "" || t.adminListen == "off" {
 		return func() {}, nil
 	}
 	a := admin.New(t.adminListen)
 	a.Handle("GET /metrics", metrics)
+	endpoints := "/metrics"
+	if ui != nil {
+		a.Handle("/ui", ui)
+		a.Handle("/ui/", ui)
+		endpoints += " /ui"
+	}
 	addr, err := a.Start()
 	if err != nil {
 		return nil, err
@@ -84,7 +90,7 @@ func (t *trustOptions) startAdmin(metrics http.Handler, log *slog.Logger) (func(
 	if !admin.Loopback(t.adminListen) {
 		log.Warn("admin listener is not loopback-only: /metrics names tenants and their usage", "addr", addr)
 	}
-	log.Info("admin listener", "addr", "http://"+addr, "endpoints", "/metrics")
+	log.Info("admin listener", "addr", "http://"+addr, "endpoints", endpoints)
 	if t.onAdmin != nil {
 		t.onAdmin(addr)
 	}

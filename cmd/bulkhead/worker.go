@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/pagemap"
 	"io"
 	"os"
 	"os/signal"
@@ -70,6 +71,11 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 	if err != nil {
 		return err
 	}
+	stopUI, err := o.ui.start(pagemap.Options{Sources: []pagemap.Source{{Role: string(role), Engine: eng}}}, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	info := w.Info()
 	var tlsCfg *tls.Config
 	if creds != nil {

@@ -84,6 +84,7 @@ type Engine struct {
 	preemptions uint64          // owned by the loop
 	resq        fairQueue       // reservations waiting for pages, owned by the loop
 	stopping    bool            // the loop is shutting down (loop only)
+	aborts      abortLog        // owned by the loop; see status.go
 }
 
 // job is one request as the loop sees it.

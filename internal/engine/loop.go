@@ -143,6 +143,7 @@ func (e *Engine) end(id uint64, final Event) {
 		return
 	}
 	delete(e.jobs, id)
+	e.noteEnd(j, final)
 	j.stop()
 	if j.ready != nil {
 		close(j.ready)

@@ -5,6 +5,7 @@ package loader
 
 import (
 	"fmt"
+	"github.com/bulkhead-llm/bulkhead/internal/progress"
 	"io"
 	"runtime"
 	"strings"
@@ -38,11 +39,8 @@ type Options struct {
 
 // Load opens and validates the model, printing progress as it goes.
 func Load(o Options) (*Model, error) {
-	say := func(format string, args ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format+"\n", args...)
-		}
-	}
+	rep := progress.New(o.Progress, "load", 0, "")
+	say := rep.Step
 	start := time.Now()
 	var (
 		f    *gguf.File
@@ -92,7 +90,9 @@ func Load(o Options) (*Model, error) {
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens but the model's output has only %d", describe(o.Path), m.Tok.VocabSize(), c.Vocab)
 	}
 	say("hashing model for its digest")
-	m.Digest = f.Digest()
+	hash := progress.New(o.Progress, "digest", int64(f.Size()), "B")
+	m.Digest = f.DigestWith(func(n int) { hash.Add(int64(n)) })
+	hash.Done()
 	say("model ready in %s (sha256 %s…)", time.Since(start).Round(time.Millisecond), m.Digest[:12])
 	return m, nil
 }
