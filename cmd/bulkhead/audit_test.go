@@ -88,8 +88,8 @@ func TestAuditJSONReport(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, out.String())
 	}
-	if rep.Counts.Leak == 0 || rep.MaxContext != 200 || len(rep.Probes) == 0 || rep.Tenants != 2 {
-		t.Fatalf("report: %d leaks, context %d, %d probes, %d tenants", rep.Counts.Leak, rep.MaxContext, len(rep.Probes), rep.Tenants)
+	if rep.Counts.Leak == 0 || rep.MaxContext != 200 || len(rep.Probes) == 0 || rep.Tenants != 1 || rep.Sessions != 2 {
+		t.Fatalf("report: %d leaks, context %d, %d probes, %d tenants, %d sessions", rep.Counts.Leak, rep.MaxContext, len(rep.Probes), rep.Tenants, rep.Sessions)
 	}
 	if !strings.Contains(errOut.String(), "audit:") {
 		t.Errorf("no progress line on stderr: %q", errOut.String())

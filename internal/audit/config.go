@@ -156,8 +156,8 @@ func (c *Config) Validate() error {
 
 // tenantKeys returns the API key each tenant uses ("" means none).
 func (c *Config) tenantKeys() []string {
-	if len(c.APIKeys) >= 2 {
-		return c.APIKeys
+	if d := distinctKeys(c.APIKeys); len(d) >= 2 {
+		return d
 	}
 	key := ""
 	if len(c.APIKeys) == 1 {

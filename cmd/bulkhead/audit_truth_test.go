@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bulkhead-llm/bulkhead/internal/audit"
+)
+
+// An audit that tells an operator the truth: bulkhead serve with a
+// 512-token context, audited as an operator who believes another context
+// would, must report the mismatch naming both numbers and judge every
+// probe against the context the server really enforces.
+
+func auditJSON(t *testing.T, bin string, args ...string) (int, audit.Report, string) {
+	t.Helper()
+	code, out, errOut := runCmd(t, 5*time.Minute, bin, append([]string{"audit", "--json", "--concurrency", "2", "--prompt-style", "copy"}, args...)...)
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("exit %d, report not JSON: %v\n%s\n%s", code, err, out, errOut)
+	}
+	return code, rep, errOut
+}
+
+func findingsOf(rep audit.Report, kind string) []audit.Finding {
+	var out []audit.Finding
+	for _, f := range rep.Findings {
+		if f.Kind == kind {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func summarize(rep audit.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "counts %+v effective %+v\n", rep.Counts, rep.Effective)
+	for _, f := range rep.Findings {
+		fmt.Fprintf(&b, "  [%s] %s: %s\n", f.Severity, f.Kind, f.Title)
+	}
+	return b.String()
+}
+
+func TestAuditDiscoversTheEffectiveContext(t *testing.T) {
+	bin := binary(t, "")
+	keys := []string{"sk-truth-a-0123456789", "sk-truth-b-0123456789"}
+	srv := start(t, bin, "serve", "--listen", "127.0.0.1:0", "--max-context", "512", "--kv-tokens", "4096",
+		"--threads", "1", "--log-level", "warn", "--tenants", tenantsFile(t, keys...))
+	tests := []struct {
+		claim    string // --max-context passed to the audit ("" for none)
+		code     int
+		mismatch string // a fragment of the mismatch finding's title ("" for none)
+	}{
+		{"", 0, ""},
+		{"256", 1, "effective context 512 tokens, but --max-context says 256"},
+		{"1024", 1, "effective context 512 tokens, but --max-context says 1024"},
+		{"100000", 1, "effective context 512 tokens, but --max-context says 100000"},
+	}
+	for _, tc := range tests {
+		t.Run("claim="+tc.claim, func(t *testing.T) {
+			args := []string{"--url", srv.url(), "--api-key", keys[0], "--api-key", keys[1]}
+			if tc.claim != "" {
+				args = append(args, "--max-context", tc.claim)
+			}
+			code, rep, errOut := auditJSON(t, bin, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, summarize(rep), errOut)
+			}
+			if rep.Effective == nil || rep.Effective.Tokens != 512 || rep.Effective.Unbounded {
+				t.Fatalf("effective context %+v, want 512\n%s", rep.Effective, summarize(rep))
+			}
+			// Whatever the claim, no probe is misjudged: a clamped answer
+			// is not a wrong canary, an oversized 200 is not a pass.
+			if rep.Counts.Fail+rep.Counts.Leak != 0 {
+				t.Fatalf("probes failed against an honest server:\n%s", summarize(rep))
+			}
+			mm := findingsOf(rep, "context-mismatch")
+			if tc.mismatch == "" {
+				if len(mm) != 0 {
+					t.Fatalf("mismatch reported for an honest claim:\n%s", summarize(rep))
+				}
+				return
+			}
+			if len(mm) != 1 || !strings.Contains(mm[0].Title, tc.mismatch) || len(mm[0].Evidence) == 0 {
+				t.Fatalf("want one mismatch finding %q with evidence:\n%s", tc.mismatch, summarize(rep))
+			}
+			// Boundary probes ran at the claimed boundary too.
+			atClaim := false
+			for _, p := range rep.Probes {
+				if p.Phase == audit.PhaseBoundary && fmt.Sprint(p.Target) == fmt.Sprint(mustAtoi(t, tc.claim)+1) {
+					atClaim = true
+				}
+			}
+			if !atClaim {
+				t.Errorf("no boundary probe at the claimed context %s", tc.claim)
+			}
+		})
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

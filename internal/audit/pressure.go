@@ -1,0 +1,4 @@
+package audit
+
+// Pressure is what the pressure phase reached.
+type Pressure struct{}

@@ -1,0 +1,4 @@
+package audit
+
+// Timing is the cross-tenant prefix-cache timing probe's result.
+type Timing struct{}
