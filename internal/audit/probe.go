@@ -145,6 +145,19 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// line writes a status line that is not a probe's.
+func (p *progress) line(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !isTerminal(p.w) {
+		fmt.Fprintln(p.w, line)
+		return
+	}
+	pad := max(0, p.lastLength-len(line))
+	p.lastLength = len(line)
+	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
+}
+
 func (p *progress) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -44,6 +44,26 @@ func Run(ctx context.Context, cfg Config, progressW io.Writer) (*Report, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	a := newAuditor(cfg, progressW)
+	rep := &Report{URL: cfg.BaseURL, Style: cfg.Style, Tenants: len(a.keys), Started: time.Now()}
+	defer a.progress.finish()
+
+	if err := a.setup(ctx, rep); err != nil {
+		return nil, err
+	}
+	err := a.phases(ctx, rep)
+	if err != nil {
+		rep.Incomplete = err.Error()
+		if errors.Is(err, ErrConnection) && ctx.Err() == nil {
+			a.blameCrash()
+		}
+	}
+	a.finish(rep)
+	return rep, err
+}
+
+// newAuditor sets up one run's state for a validated config.
+func newAuditor(cfg Config, progressW io.Writer) *auditor {
 	if progressW == nil {
 		progressW = io.Discard
 	}
@@ -62,21 +82,7 @@ func Run(ctx context.Context, cfg Config, progressW io.Writer) (*Report, error) 
 		vocab = nil
 	}
 	a.book = newCanaryBook(cfg.Style, vocab, rand.New(rand.NewChaCha8(seedBytes(a.rng.Uint64()))))
-	rep := &Report{URL: cfg.BaseURL, Style: cfg.Style, Tenants: len(a.keys), Started: time.Now()}
-	defer a.progress.finish()
-
-	if err := a.setup(ctx, rep); err != nil {
-		return nil, err
-	}
-	err := a.phases(ctx, rep)
-	if err != nil {
-		rep.Incomplete = err.Error()
-		if errors.Is(err, ErrConnection) && ctx.Err() == nil {
-			a.blameCrash()
-		}
-	}
-	a.finish(rep)
-	return rep, err
+	return a
 }
 
 // seedBytes expands a seed for ChaCha8; seed 0 draws one from crypto/rand
@@ -167,7 +173,18 @@ func (a *auditor) phases(ctx context.Context, rep *Report) error {
 		return err
 	}
 	rep.Cliff = cliff
-	return a.tenants(ctx)
+	if err := a.tenants(ctx); err != nil {
+		return err
+	}
+	if rep.Tenants >= 2 && a.cfg.TimingSamples > 0 {
+		tm, err := a.timing(ctx, a.cfg.TimingSamples)
+		if err != nil {
+			return err
+		}
+		rep.Timing = tm
+		rep.Findings = append(rep.Findings, timingFinding(tm))
+	}
+	return nil
 }
 
 // blameCrash runs when the server became unreachable mid-audit. If the
