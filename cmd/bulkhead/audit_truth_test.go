@@ -20,7 +20,7 @@ func auditJSON(t *testing.T, bin string, args ...string) (int, audit.Report, str
 	code, out, errOut := runCmd(t, 5*time.Minute, bin, append([]string{"audit", "--json", "--concurrency", "2", "--prompt-style", "copy"}, args...)...)
 	var rep audit.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("exit %d, report not JSON: %v\n%s\n%s", code, err, out, errOut)
+		t.Fatalf("audit %q: exit %d, report not JSON: %v\n%s\n%s", args, code, err, out, errOut)
 	}
 	return code, rep, errOut
 }
@@ -82,6 +82,14 @@ func TestAuditDiscoversTheEffectiveContext(t *testing.T) {
 				if len(mm) != 0 {
 					t.Fatalf("mismatch reported for an honest claim:\n%s", summarize(rep))
 				}
+				// The pool of 4096 tokens was filled and reused, and
+				// the tenants' separate salts show in the timing probe.
+				if pr := rep.Pressure; pr == nil || pr.PagesReused <= 0 || pr.PoolSource != "/metrics (bulkhead)" || len(findingsOf(rep, "pressure")) != 1 {
+					t.Fatalf("pressure not reached or not reported: %+v\n%s", rep.Pressure, summarize(rep))
+				}
+				if rep.Timing == nil || rep.Timing.CacheShared || len(findingsOf(rep, "prefix-cache-timing")) != 1 {
+					t.Fatalf("timing probe: %+v\n%s", rep.Timing, summarize(rep))
+				}
 				return
 			}
 			if len(mm) != 1 || !strings.Contains(mm[0].Title, tc.mismatch) || len(mm[0].Evidence) == 0 {
@@ -107,4 +115,47 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// Honest tenant accounting: one key twice is one tenant; a server without
+// authentication has one tenant whatever keys are sent; either way the
+// report says cross-tenant isolation was not tested.
+func TestAuditCountsRealTenants(t *testing.T) {
+	bin := binary(t, "")
+	key := "sk-dup-a-0123456789"
+	authed := start(t, bin, "serve", "--listen", "127.0.0.1:0", "--max-context", "512", "--kv-tokens", "4096",
+		"--threads", "1", "--log-level", "warn", "--tenants", tenantsFile(t, key, "sk-dup-b-0123456789"))
+	open := start(t, bin, "serve", "--listen", "127.0.0.1:0", "--max-context", "512", "--kv-tokens", "4096",
+		"--threads", "1", "--log-level", "warn")
+	for _, c := range []struct {
+		name  string
+		url   string
+		keys  []string
+		kinds []string
+	}{
+		{"same key twice", authed.url(), []string{key, key}, []string{"duplicate-keys", "isolation-untested"}},
+		{"no authentication", open.url(), []string{"sk-made-up-1", "sk-made-up-2"}, []string{"no-authentication", "isolation-untested"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"--url", c.url, "--sessions", "2"}
+			for _, k := range c.keys {
+				args = append(args, "--api-key", k)
+			}
+			code, rep, errOut := auditJSON(t, bin, args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, summarize(rep), errOut)
+			}
+			if rep.Tenants != 1 || rep.Sessions != 2 {
+				t.Fatalf("%d tenants, %d sessions; want 1 tenant, 2 sessions\n%s", rep.Tenants, rep.Sessions, summarize(rep))
+			}
+			for _, k := range c.kinds {
+				if len(findingsOf(rep, k)) != 1 {
+					t.Errorf("no %s finding:\n%s", k, summarize(rep))
+				}
+			}
+			if rep.Timing != nil {
+				t.Errorf("timing probe ran with one real tenant")
+			}
+		})
+	}
 }

@@ -163,12 +163,13 @@ func (c *Config) Validate() error {
 
 // tenantKeys returns the API key each tenant uses ("" means none).
 func (c *Config) tenantKeys() []string {
-	if d := distinctKeys(c.APIKeys); len(d) >= 2 {
+	d := distinctKeys(c.APIKeys)
+	if len(d) >= 2 {
 		return d
 	}
 	key := ""
-	if len(c.APIKeys) == 1 {
-		key = c.APIKeys[0]
+	if len(d) == 1 {
+		key = d[0]
 	}
 	keys := make([]string, c.Sessions)
 	for i := range keys {

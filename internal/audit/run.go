@@ -176,6 +176,12 @@ func (a *auditor) phases(ctx context.Context, rep *Report) error {
 	if err := a.tenants(ctx); err != nil {
 		return err
 	}
+	pr, err := a.pressure(ctx)
+	if err != nil {
+		return err
+	}
+	rep.Pressure = pr
+	rep.Findings = append(rep.Findings, pressureFinding(pr))
 	if rep.Tenants >= 2 && a.cfg.TimingSamples > 0 {
 		tm, err := a.timing(ctx, a.cfg.TimingSamples)
 		if err != nil {
