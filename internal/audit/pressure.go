@@ -123,7 +123,7 @@ func pressureFinding(pr *Pressure) Finding {
 	if pr.PagesReused >= 0 {
 		got = append(got, fmt.Sprintf("at least %d pages reused", pr.PagesReused))
 	}
-	f := Finding{Kind: "pressure", Severity: Info, Title: "pressure: " + title,
+	f := Finding{Kind: "pressure", Severity: Info, Title: title,
 		Meaning: "the pool was filled and reused while canaries were checked: the condition the incident needed"}
 	if len(got) > 0 {
 		f.Title += "; " + joinComma(got)
