@@ -66,6 +66,7 @@ func TestAuditDiscoversTheEffectiveContext(t *testing.T) {
 				args = append(args, "--max-context", tc.claim)
 			}
 			code, rep, errOut := auditJSON(t, bin, args...)
+			t.Logf("exit %d\n%s", code, summarize(rep))
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, summarize(rep), errOut)
 			}
@@ -142,6 +143,7 @@ func TestAuditCountsRealTenants(t *testing.T) {
 				args = append(args, "--api-key", k)
 			}
 			code, rep, errOut := auditJSON(t, bin, args...)
+			t.Logf("exit %d\n%s", code, summarize(rep))
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, summarize(rep), errOut)
 			}
