@@ -47,6 +47,9 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "deadline of each request")
 	seed := fs.Uint64("seed", 0, "seed for canaries and filler (default: random)")
 	asJSON := fs.Bool("json", false, "write the report as JSON to stdout instead of the summary")
+	htmlOut := fs.String("html", "", "also write the report as a self-contained HTML page to this file")
+	timingSamples := fs.Int("timing-samples", 24, "prompts of each kind in the cross-tenant prefix-cache timing probe (needs two real tenants; negative skips it)")
+	fs.Usage = auditUsage(fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -83,7 +86,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	cfg := audit.Config{
 		BaseURL: *url, Model: *model, APIKeys: keys, MaxContext: *maxCtx,
 		Style: audit.Style(*style), Concurrency: *concurrency, Sessions: *sessions,
-		Rounds: *rounds, Timeout: *timeout, Seed: *seed,
+		Rounds: *rounds, Timeout: *timeout, Seed: *seed, TimingSamples: *timingSamples,
 	}
 	if cfg.Style == audit.StyleCopy {
 		w, err := copyModelWords()
@@ -96,6 +99,11 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	if rep != nil {
 		if werr := writeReport(stdout, rep, *asJSON); werr != nil && err == nil {
 			err = werr
+		}
+		if *htmlOut != "" {
+			if werr := writeHTMLReport(*htmlOut, rep); werr != nil && err == nil {
+				err = werr
+			}
 		}
 	}
 	if rep != nil && rep.Failed() {

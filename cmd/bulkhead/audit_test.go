@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 
@@ -88,8 +89,8 @@ func TestAuditJSONReport(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, out.String())
 	}
-	if rep.Counts.Leak == 0 || rep.MaxContext != 200 || len(rep.Probes) == 0 || rep.Tenants != 2 {
-		t.Fatalf("report: %d leaks, context %d, %d probes, %d tenants", rep.Counts.Leak, rep.MaxContext, len(rep.Probes), rep.Tenants)
+	if rep.Counts.Leak == 0 || rep.MaxContext != 200 || len(rep.Probes) == 0 || rep.Tenants != 1 || rep.Sessions != 2 {
+		t.Fatalf("report: %d leaks, context %d, %d probes, %d tenants, %d sessions", rep.Counts.Leak, rep.MaxContext, len(rep.Probes), rep.Tenants, rep.Sessions)
 	}
 	if !strings.Contains(errOut.String(), "audit:") {
 		t.Errorf("no progress line on stderr: %q", errOut.String())
@@ -103,5 +104,37 @@ func TestAuditCopyStyleWithoutWordsIsAUsageError(t *testing.T) {
 	var out, errOut strings.Builder
 	if code := run([]string{"audit", "--url", "http://127.0.0.1:1", "--prompt-style", "copy"}, &out, &errOut); code != 2 {
 		t.Fatalf("exit %d, want 2 when the copy model's words are not wired", code)
+	}
+}
+
+func TestAuditHelpSaysHowToAuditOtherServers(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run([]string{"audit", "-h"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"mkmodel --shape copy", "llama-server -m copy.gguf", "--prompt-style copy", "not tested"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("audit -h lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}
+
+func TestAuditWritesHTML(t *testing.T) {
+	useTestCopyWords(t)
+	srv := auditfake.New(auditfake.Options{MaxContext: 200, Key: "KEY", Fault: auditfake.LeakOversized})
+	defer srv.Close()
+	path := t.TempDir() + "/audit.html"
+	var out, errOut strings.Builder
+	if code := run([]string{"audit", "--url", srv.URL, "--prompt-style", "copy", "--html", path, "--sessions", "2"}, &out, &errOut); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errOut.String())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "<mark>", "context-mismatch", ">FAIL<"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("HTML lacks %q", want)
+		}
 	}
 }

@@ -21,16 +21,20 @@ var weightTypes = map[string]gguf.Type{
 
 func runMkmodel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("mkmodel", "--shape NAME --type TYPE --vocab FILE --out FILE [--seed N]", stderr)
-	shapeName := fs.String("shape", "tiny", "model shape: "+strings.Join(sortedKeys(model.Shapes), ", "))
+	shapeName := fs.String("shape", "tiny", "model shape: "+copyShape+" (the built-in copy model, for auditing any server), "+strings.Join(sortedKeys(model.Shapes), ", "))
 	typeName := fs.String("type", "f16", "weight type: "+strings.Join(sortedKeys(weightTypes), ", "))
 	vocabPath := fs.String("vocab", "", "GGUF file whose tokenizer.* metadata is copied (required)")
 	out := fs.String("out", "", "output GGUF path (required); written to a temporary name, then renamed")
 	seed := fs.Uint64("seed", 1, "PRNG seed of the weights")
+	context := fs.Int("context", 0, "--shape copy only: context length written to the model (default 2048, at most 8192)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return invalidUsage(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if *shapeName == copyShape {
+		return writeCopyModel(*out, *context, stderr)
 	}
 	sh, ok := model.Shapes[*shapeName]
 	if !ok {

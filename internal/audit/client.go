@@ -139,10 +139,12 @@ func (c *client) generate(ctx context.Context, g genRequest) reply {
 	defer cancel()
 	body := map[string]any{
 		"model":       c.model,
-		"max_tokens":  g.MaxTokens,
 		"temperature": 0,
 		"stream":      g.Stream,
 		"user":        g.User,
+	}
+	if g.MaxTokens > 0 {
+		body["max_tokens"] = g.MaxTokens
 	}
 	path := "/v1/completions"
 	if g.Style == StyleNatural {

@@ -104,6 +104,10 @@ type Config struct {
 	// Rounds is how many probes per boundary length each tenant sends in
 	// the cross-tenant phase (0 means 1).
 	Rounds int
+	// TimingSamples is the number of prompts of each kind in the
+	// cross-tenant prefix-cache timing probe (0 means 24, negative skips
+	// it). It runs only with two or more real tenants.
+	TimingSamples int
 	// Timeout bounds each HTTP request (0 means 5 minutes).
 	Timeout time.Duration
 	// Seed makes canaries and filler reproducible; 0 picks a random seed.
@@ -145,6 +149,9 @@ func (c *Config) Validate() error {
 	if c.Rounds == 0 {
 		c.Rounds = 1
 	}
+	if c.TimingSamples == 0 {
+		c.TimingSamples = 24
+	}
 	if c.Timeout == 0 {
 		c.Timeout = 5 * time.Minute
 	}
@@ -156,12 +163,13 @@ func (c *Config) Validate() error {
 
 // tenantKeys returns the API key each tenant uses ("" means none).
 func (c *Config) tenantKeys() []string {
-	if len(c.APIKeys) >= 2 {
-		return c.APIKeys
+	d := distinctKeys(c.APIKeys)
+	if len(d) >= 2 {
+		return d
 	}
 	key := ""
-	if len(c.APIKeys) == 1 {
-		key = c.APIKeys[0]
+	if len(d) == 1 {
+		key = d[0]
 	}
 	keys := make([]string, c.Sessions)
 	for i := range keys {

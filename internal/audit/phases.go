@@ -9,16 +9,30 @@ import (
 
 var positions = []Position{PosStart, PosMiddle, PosEnd}
 
-// boundary probes the advertised maximum: the longest prompt that leaves
+// boundary probes the effective maximum: the longest prompt that leaves
 // room for the whole answer, one token under the maximum, the maximum,
 // one over and twice it, with the canary at each position, streamed and
-// not.
+// not. Each claimed context that differs gets its own probes around it.
 func (a *auditor) boundary(ctx context.Context) error {
 	m := a.maxCtx
 	for _, target := range []int{m - a.genTokens, m - 1, m, m + 1, 2 * m} {
 		for _, pos := range positions {
 			for _, stream := range []bool{false, true} {
 				if _, err := a.probe(ctx, probeSpec{Phase: PhaseBoundary, Target: target, Pos: pos, Stream: stream}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	done := map[int]bool{m: true}
+	for _, c := range a.claims {
+		if done[c.Tokens] {
+			continue
+		}
+		done[c.Tokens] = true
+		for _, target := range []int{c.Tokens - a.genTokens, c.Tokens + 1} {
+			for _, stream := range []bool{false, true} {
+				if _, err := a.probe(ctx, probeSpec{Phase: PhaseBoundary, Target: target, Pos: PosStart, Stream: stream}); err != nil {
 					return err
 				}
 			}

@@ -16,6 +16,9 @@ type probeSpec struct {
 	Target int // prompt tokens; 0 means the shortest prompt the layout allows
 	Pos    Position
 	Stream bool
+	// MaxTokens is the answer budget sent: 0 means the probe's usual
+	// budget, -1 leaves max_tokens out of the request.
+	MaxTokens int
 }
 
 // prepared is a probe ready to send: its canary and fitted prompt.
@@ -59,16 +62,26 @@ func (a *auditor) prepare(ctx context.Context, s probeSpec) (prepared, error) {
 
 // send runs a prepared probe, judges the reply and records the result.
 func (a *auditor) send(ctx context.Context, p prepared) ProbeResult {
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = a.genTokens
+	}
 	r := a.c.generate(ctx, genRequest{
 		Style:     a.cfg.Style,
 		Prompt:    p.Prompt.Text,
-		MaxTokens: a.genTokens,
+		MaxTokens: max(maxTokens, 0),
 		Stream:    p.Stream,
 		Key:       a.keys[p.Tenant],
 		User:      fmt.Sprintf("bulkhead-audit-tenant-%d", p.Tenant),
 	})
-	class := classify(p.Prompt.Tokens, a.genTokens, a.maxCtx)
+	a.mu.Lock()
+	maxCtx := a.maxCtx
+	a.mu.Unlock()
+	class := classify(p.Prompt.Tokens, a.genTokens, maxCtx)
 	v, reason := judge(a.cfg.Style, class, p.Canary, r)
+	if p.Phase == PhaseDiscover {
+		v, reason = judgeDiscovery(r)
+	}
 	if ctx.Err() != nil && v == Fail && r.Outcome != OutcomeOK {
 		v, reason = Warn, "interrupted before the server answered"
 	}
@@ -76,7 +89,8 @@ func (a *auditor) send(ctx context.Context, p prepared) ProbeResult {
 		ID: p.ID, Phase: p.Phase, Tenant: p.Tenant,
 		Target: p.Target, Tokens: p.Prompt.Tokens, Fit: class.String(),
 		Position: p.Pos, Stream: p.Stream, Canary: render(a.cfg.Style, p.Canary),
-		Status: r.Status, Outcome: r.Outcome, FinishReason: r.FinishReason, Output: r.Text,
+		MaxTokens: max(maxTokens, 0),
+		Status:    r.Status, Outcome: r.Outcome, FinishReason: r.FinishReason, Output: r.Text,
 		Verdict: v, Reason: reason,
 	}
 	a.mu.Lock()
@@ -129,6 +143,19 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// line writes a status line that is not a probe's.
+func (p *progress) line(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !isTerminal(p.w) {
+		fmt.Fprintln(p.w, line)
+		return
+	}
+	pad := max(0, p.lastLength-len(line))
+	p.lastLength = len(line)
+	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
 }
 
 func (p *progress) finish() {

@@ -15,14 +15,16 @@ import (
 // auditor holds one run's state; probes from several goroutines record
 // their results under mu.
 type auditor struct {
-	cfg       Config
-	c         *client
-	cnt       *counter
-	book      *canaryBook
-	keys      []string
-	maxCtx    int
-	genTokens int
-	progress  *progress
+	cfg        Config
+	c          *client
+	cnt        *counter
+	book       *canaryBook
+	keys       []string
+	maxCtx     int // the context probes are judged against: the effective one once found
+	claims     []ContextClaim
+	advertised int
+	genTokens  int
+	progress   *progress
 
 	mu      sync.Mutex
 	rng     *rand.Rand
@@ -42,6 +44,26 @@ func Run(ctx context.Context, cfg Config, progressW io.Writer) (*Report, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	a := newAuditor(cfg, progressW)
+	rep := &Report{URL: cfg.BaseURL, Style: cfg.Style, Tenants: len(a.keys), Started: time.Now()}
+	defer a.progress.finish()
+
+	if err := a.setup(ctx, rep); err != nil {
+		return nil, err
+	}
+	err := a.phases(ctx, rep)
+	if err != nil {
+		rep.Incomplete = err.Error()
+		if errors.Is(err, ErrConnection) && ctx.Err() == nil {
+			a.blameCrash()
+		}
+	}
+	a.finish(rep)
+	return rep, err
+}
+
+// newAuditor sets up one run's state for a validated config.
+func newAuditor(cfg Config, progressW io.Writer) *auditor {
 	if progressW == nil {
 		progressW = io.Discard
 	}
@@ -60,21 +82,7 @@ func Run(ctx context.Context, cfg Config, progressW io.Writer) (*Report, error) 
 		vocab = nil
 	}
 	a.book = newCanaryBook(cfg.Style, vocab, rand.New(rand.NewChaCha8(seedBytes(a.rng.Uint64()))))
-	rep := &Report{URL: cfg.BaseURL, Style: cfg.Style, Tenants: len(a.keys), Started: time.Now()}
-	defer a.progress.finish()
-
-	if err := a.setup(ctx, rep); err != nil {
-		return nil, err
-	}
-	err := a.phases(ctx, rep)
-	if err != nil {
-		rep.Incomplete = err.Error()
-		if errors.Is(err, ErrConnection) && ctx.Err() == nil {
-			a.blameCrash()
-		}
-	}
-	a.finish(rep)
-	return rep, err
+	return a
 }
 
 // seedBytes expands a seed for ChaCha8; seed 0 draws one from crypto/rand
@@ -91,29 +99,31 @@ func seedBytes(seed uint64) [32]byte {
 	return b
 }
 
-// setup resolves the model, the context and the tokenizer.
+// setup resolves the model, the claimed contexts, the tokenizer and the
+// tenants.
 func (a *auditor) setup(ctx context.Context, rep *Report) error {
 	key := a.keys[0]
-	a.maxCtx, rep.MaxContextSource = a.cfg.MaxContext, "--max-context"
-	if a.cfg.MaxContext == 0 || a.c.model == "" {
-		n, src, err := a.c.discover(ctx, key)
-		if err != nil && (a.cfg.MaxContext == 0 || a.c.model == "") {
-			return err
-		}
-		if a.cfg.MaxContext == 0 {
-			a.maxCtx, rep.MaxContextSource = n, src
-		}
+	n, src, err := a.c.discover(ctx, key)
+	if err != nil && (a.cfg.MaxContext == 0 || a.c.model == "") {
+		return err
 	}
-	rep.Model, rep.MaxContext = a.c.model, a.maxCtx
+	if n > 0 {
+		a.claims = append(a.claims, ContextClaim{Source: src, Tokens: n})
+	}
+	a.advertised, rep.MaxContextSource = n, src
+	if a.cfg.MaxContext > 0 {
+		a.claims = append(a.claims, ContextClaim{Source: "--max-context", Tokens: a.cfg.MaxContext})
+		a.advertised, rep.MaxContextSource = a.cfg.MaxContext, "--max-context"
+	}
+	a.maxCtx = a.advertised
+	rep.Model, rep.MaxContext, rep.Claims = a.c.model, a.advertised, a.claims
 	a.cnt = &counter{c: a.c, key: key, style: a.cfg.Style, shape: tokUnprobed}
 	sample := layout{style: a.cfg.Style, words: a.cfg.Words, canary: a.book.issue(), pos: PosEnd, seed: 1}
 	if err := a.cnt.detect(ctx, sample.render(0)); err != nil {
 		return err
 	}
 	rep.Tokenizer = a.cnt.Name()
-	if len(a.cfg.APIKeys) < 2 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("fewer than two API keys: the %d tenants are sessions sharing one key", len(a.keys)))
-	}
+	a.accountTenants(ctx, rep)
 	if !a.cnt.Exact() {
 		rep.Notes = append(rep.Notes, "prompt lengths are estimated: boundary probes may miss the boundary by a few tokens")
 	}
@@ -143,6 +153,18 @@ func (a *auditor) phases(ctx context.Context, rep *Report) error {
 		rep.Notes = append(rep.Notes, note)
 		return nil
 	}
+	e, err := a.discoverContext(ctx, s, a.advertised)
+	if err != nil {
+		return err
+	}
+	rep.Effective = e
+	tol := a.contextTolerance()
+	if !e.Unbounded && (e.Tokens < a.advertised-tol || e.Tokens > a.advertised+tol) {
+		a.mu.Lock()
+		a.maxCtx = e.Tokens
+		a.mu.Unlock()
+	}
+	rep.Findings = append(rep.Findings, contextFindings(e, a.claims, tol)...)
 	if err := a.boundary(ctx); err != nil {
 		return err
 	}
@@ -151,7 +173,24 @@ func (a *auditor) phases(ctx context.Context, rep *Report) error {
 		return err
 	}
 	rep.Cliff = cliff
-	return a.tenants(ctx)
+	if err := a.tenants(ctx); err != nil {
+		return err
+	}
+	pr, err := a.pressure(ctx)
+	if err != nil {
+		return err
+	}
+	rep.Pressure = pr
+	rep.Findings = append(rep.Findings, pressureFinding(pr))
+	if rep.Tenants >= 2 && a.cfg.TimingSamples > 0 {
+		tm, err := a.timing(ctx, a.cfg.TimingSamples)
+		if err != nil {
+			return err
+		}
+		rep.Timing = tm
+		rep.Findings = append(rep.Findings, timingFinding(tm))
+	}
+	return nil
 }
 
 // blameCrash runs when the server became unreachable mid-audit. If the
@@ -194,4 +233,11 @@ func (a *auditor) finish(rep *Report) {
 	rep.Probes = a.results
 	rep.Duration = time.Since(rep.Started)
 	rep.count()
+	rep.Findings = append(rep.Findings, probeFindings(rep.Probes)...)
+	if rep.Cliff != nil {
+		rep.Findings = append(rep.Findings, Finding{Kind: "capacity-cliff", Severity: High,
+			Title:   fmt.Sprintf("answers stay 200 but the canary is lost between %d and %d prompt tokens (context %d)", rep.Cliff.LastGood, rep.Cliff.FirstBad, a.maxCtx),
+			Meaning: "the server serves long prompts it cannot hold: its KV pool or attention is smaller than the context it accepts"})
+	}
+	sortFindings(rep.Findings)
 }

@@ -86,8 +86,15 @@ func judge(style Style, class fitClass, canary []string, r reply) (Verdict, stri
 	if class == fitsPartly && r.FinishReason == "length" && truncatedCanary(style, canary, r.Text) {
 		return Pass, "answer cut at the context limit; what came back is the canary's start"
 	}
+	if style == StyleCopy && r.FinishReason == "length" && len(fields) < len(canary) && (len(fields) == 0 || truncatedCanary(style, canary, r.Text)) {
+		return Fail, fmt.Sprintf("%s finish_reason length after %d of %d canary words (%q), though prompt and answer fit the context", truncationReason, len(fields), len(canary), clip(r.Text))
+	}
 	return Fail, fmt.Sprintf("status %d but canary not retrieved: got %q", r.Status, clip(r.Text))
 }
+
+// truncationReason starts the reason of a probe whose answer the server
+// cut short though the context had room: a clamp, not a wrong canary.
+const truncationReason = "truncated:"
 
 // truncatedCanary reports whether text is consistent with an answer cut
 // short: for copy style, a non-empty prefix of the canary; for natural

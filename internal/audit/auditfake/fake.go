@@ -60,6 +60,10 @@ type Options struct {
 	APIKeys []string
 	// HideMaxLen leaves max_model_len out of /v1/models.
 	HideMaxLen bool
+	// ClampTokens, when positive, cuts every answer to that many words
+	// with finish_reason "length", like a server that clamps max_tokens
+	// below what the request asked and the context allows.
+	ClampTokens int
 }
 
 // Server is a running fake.
@@ -213,6 +217,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	if room := s.opts.MaxContext - tokens; room < req.MaxTokens {
 		finish = "length"
 		out = out[:min(len(out), max(room, 0))]
+	}
+	if s.opts.ClampTokens > 0 && len(out) > s.opts.ClampTokens {
+		out, finish = out[:s.opts.ClampTokens], "length"
 	}
 	s.mu.Lock()
 	s.Request++
