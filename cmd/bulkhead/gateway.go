@@ -13,6 +13,7 @@ import (
 
 	"github.com/bulkhead-llm/bulkhead/internal/api"
 	"github.com/bulkhead-llm/bulkhead/internal/gateway"
+	"github.com/bulkhead-llm/bulkhead/internal/podmetrics"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 )
 
@@ -40,6 +41,7 @@ type gatewayOptions struct {
 	interval        time.Duration
 	drain           time.Duration
 	logLevel        string
+	metricsListen   string // podmetrics.go
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
@@ -51,6 +53,7 @@ func (o *gatewayOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.interval, "check-interval", 5*time.Second, "how often worker configuration is re-checked for drift")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	registerMetricsListen(fs, &o.metricsListen)
 }
 
 func runGateway(args []string, stdout, stderr io.Writer) error {
@@ -95,6 +98,10 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 		return err
 	}
 	defer g.Close()
-	srv := api.NewServer(api.Config{ModelID: g.Model()}, g, g.Tokenizer(), tenants, logger)
+	pm := podmetrics.New(g, nil, podmetrics.Config{Role: "gateway"})
+	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
+		return err
+	}
+	srv := api.NewServer(api.Config{ModelID: g.Model()}, trackedGateway{g, pm}, g.Tokenizer(), tenants, logger)
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }

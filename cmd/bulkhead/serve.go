@@ -35,6 +35,8 @@ type serveOptions struct {
 	drain       time.Duration
 	logLevel    string
 	tenants     *tenant.Registry // in-process callers (self-check, demo); else tenantsFile
+
+	metricsListen string // podmetrics.go
 }
 
 // registerEngine adds the flags of everything that runs a local engine
@@ -55,6 +57,7 @@ func (o *serveOptions) registerEngine(fs *flag.FlagSet) {
 
 // register adds the engine flags and those of a long-running server.
 func (o *serveOptions) register(fs *flag.FlagSet) {
+	registerMetricsListen(fs, &o.metricsListen)
 	o.registerEngine(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish before they are aborted")
@@ -96,7 +99,11 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	}
 	defer m.Close()
 	defer eng.Close()
-	srv := api.NewServer(api.Config{ModelID: m.Name}, eng, m.Tok, tenants, logger)
+	pm := engineMetrics("serve", eng, nil)
+	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
+		return err
+	}
+	srv := api.NewServer(api.Config{ModelID: m.Name}, trackedEngine{eng, pm}, m.Tok, tenants, logger)
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }
 

@@ -158,3 +158,9 @@ func KVUsage(st engine.Stats) float64 {
 	used := st.PagesTotal - st.PagesFree - st.PagesCached
 	return min(max(float64(used)/float64(st.PagesTotal), 0), 1)
 }
+
+// IsolationFunc adapts a function to IsolationSource.
+type IsolationFunc func() uint64
+
+// RejectedHandoffs calls f.
+func (f IsolationFunc) RejectedHandoffs() uint64 { return f() }

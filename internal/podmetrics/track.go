@@ -7,6 +7,13 @@ import (
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 )
 
+// CountPrompt records prompt tokens processed without a generation stream
+// (a prefill worker's handoff).
+func (m *Metrics) CountPrompt(n int) {
+	m.requests.Add(1)
+	m.prompt.Add(uint64(n))
+}
+
 // Track relays events from an engine stream unchanged and records the
 // request's timing and token counts when the stream ends. It adds one
 // goroutine and one channel hop per request, never per scrape. prompt is
