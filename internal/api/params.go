@@ -35,6 +35,8 @@ type commonRequest struct {
 	N             *int           `json:"n"`
 	IgnoreEOS     bool           `json:"ignore_eos"`
 	User          string         `json:"user"`
+
+	llmdFields // kvtransfer.go
 }
 
 type completionRequest struct {
@@ -72,6 +74,9 @@ type genParams struct {
 
 // validate checks the shared fields against the model and the context size.
 func (c *commonRequest) validate(modelID string, maxContext int) (genParams, *apiError) {
+	if err := c.checkLLMD(); err != nil {
+		return genParams{}, err
+	}
 	var p genParams
 	if c.Model != "" && c.Model != modelID {
 		e := invalid("model", "model_not_found", "model %q does not exist; this server serves %q", c.Model, modelID)
