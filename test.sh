@@ -35,6 +35,11 @@ failed=$(grep -c -- '--- FAIL' "$log" || true)
 skipped=$(grep -c -- '--- SKIP' "$log" || true)
 echo "tests (with subtests): $passed passed, $failed failed, $skipped skipped"
 
+# deploy/ is its own module (Helm and the Kubernetes types stay out of the
+# server's go.mod): render the chart for each mode and decode every object.
+echo "== deploy (helm chart)"
+(cd deploy && go vet ./... && go test -count=1 ./...)
+
 # Packages whose code runs goroutines: run them again under the race detector.
 race_pkgs=()
 for p in engine api transfer gateway sched kvcache kernels; do

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulkhead-llm/bulkhead/internal/api"
 	"github.com/bulkhead-llm/bulkhead/internal/gateway"
+	"github.com/bulkhead-llm/bulkhead/internal/podmetrics"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 )
 
@@ -44,6 +45,7 @@ type gatewayOptions struct {
 	tls             tlsFlags     // mutual TLS to the workers (certs.go)
 	trust           trustOptions // trust.go
 	ui              uiOptions    // the live page map, see ui.go
+	metricsListen   string       // podmetrics.go
 }
 
 func (o *gatewayOptions) register(fs *flag.FlagSet) {
@@ -59,6 +61,7 @@ func (o *gatewayOptions) register(fs *flag.FlagSet) {
 	o.tls.register(fs)
 	o.trust.registerServer(fs)
 	o.ui.registerGateway(fs)
+	registerMetricsListen(fs, &o.metricsListen)
 }
 
 func runGateway(args []string, stdout, stderr io.Writer) error {
@@ -115,7 +118,11 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	if err := o.trust.applySecret(tenants); err != nil {
 		return err
 	}
-	ls := newLateServer(ctx, g, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
+	pm := podmetrics.New(g, nil, podmetrics.Config{Role: "gateway"})
+	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
+		return err
+	}
+	ls := newLateServer(ctx, g, trackedGateway{g, pm}, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
 	uiOpts := o.ui.options(pagemap.Options{Metrics: ls.MetricsHandler()})
 	stopAdmin, err := o.trust.startAdmin(ls.MetricsHandler(), pagemap.New(uiOpts), logger)
 	if err != nil {

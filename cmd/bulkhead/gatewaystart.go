@@ -19,9 +19,9 @@ type lateServer struct {
 	srv atomic.Pointer[api.Server]
 }
 
-func newLateServer(ctx context.Context, g *gateway.Gateway, cfg api.Config, tenants *tenant.Registry, logger *slog.Logger) *lateServer {
+func newLateServer(ctx context.Context, g *gateway.Gateway, eng api.Engine, cfg api.Config, tenants *tenant.Registry, logger *slog.Logger) *lateServer {
 	ls := &lateServer{}
-	start := func() { ls.srv.Store(api.NewServer(cfg, g, g.Tokenizer(), tenants, logger)) }
+	start := func() { ls.srv.Store(api.NewServer(cfg, eng, g.Tokenizer(), tenants, logger)) }
 	select {
 	case <-g.Started(): // the usual case: workers were up first
 		start()

@@ -39,6 +39,8 @@ type serveOptions struct {
 	tls         tlsFlags         // worker: mutual-TLS credentials (certs.go)
 	trust       trustOptions     // trust.go
 	ui          uiOptions        // the live page map, see ui.go
+
+	metricsListen string // podmetrics.go
 }
 
 // registerEngine adds the flags of everything that runs a local engine
@@ -61,6 +63,7 @@ func (o *serveOptions) registerEngine(fs *flag.FlagSet) {
 // register adds the engine flags and those of a long-running server.
 func (o *serveOptions) register(fs *flag.FlagSet) {
 	registerLenient(fs)
+	registerMetricsListen(fs, &o.metricsListen)
 	o.registerEngine(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish before they are aborted")
@@ -107,7 +110,11 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	}
 	defer m.Close()
 	defer eng.Close()
-	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, eng, m.Tok, tenants, logger)
+	pm := engineMetrics("serve", eng, nil)
+	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
+		return err
+	}
+	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, trackedEngine{eng, pm}, m.Tok, tenants, logger)
 	uiOpts := o.ui.options(pagemap.Options{Sources: []pagemap.Source{{Role: "serve", Engine: eng}}, Metrics: srv.MetricsHandler()})
 	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), pagemap.New(uiOpts), logger)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/bulkhead-llm/bulkhead/internal/podmetrics"
 	"github.com/bulkhead-llm/bulkhead/internal/worker"
 )
 
@@ -66,9 +67,15 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 	if err != nil {
 		return err
 	}
+	var rejected func() uint64 // set once the worker exists
+	pm := engineMetrics(string(role), eng, podmetrics.IsolationFunc(func() uint64 { return rejected() }))
 	w, err := worker.New(worker.Config{Role: role, Model: m.Name, ModelDigest: m.Digest,
-		Layers: m.Model.Config.Layers, KVDim: m.Model.Config.KVDim(), Vocab: vocab, KVListen: kvListen, Logger: logger, Creds: creds}, eng)
+		Layers: m.Model.Config.Layers, KVDim: m.Model.Config.KVDim(), Vocab: vocab, KVListen: kvListen, Logger: logger, Creds: creds}, trackedEngine{eng, pm})
 	if err != nil {
+		return err
+	}
+	rejected = w.RejectedHandoffs
+	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
 		return err
 	}
 	stopUI, err := o.ui.start(pagemap.Options{Sources: []pagemap.Source{{Role: string(role), Engine: eng}}}, stderr)

@@ -58,7 +58,9 @@ var commonFields = map[string]fieldRule{
 	// user and safety_identifier are identifiers for abuse tracing; the
 	// server honours them by writing them to the request's log line.
 	"user": honoured, "safety_identifier": honoured,
-	"n": only("n > 1 is not supported; only n = 1", "1"),
+	// llm-d's prefill/decode field: refused, see kvtransfer.go.
+	"kv_transfer_params": never("kv_transfer_params is not accepted: bulkhead transfers KV only between its own authenticated workers (see docs/DEPLOY.md, llm-d)"),
+	"n":                  only("n > 1 is not supported; only n = 1", "1"),
 }
 
 var completionFields = merge(commonFields, map[string]fieldRule{

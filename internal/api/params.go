@@ -47,6 +47,8 @@ type commonRequest struct {
 	PresencePenalty     *float64           `json:"presence_penalty"`
 	FrequencyPenalty    *float64           `json:"frequency_penalty"`
 	RepetitionPenalty   *float64           `json:"repetition_penalty"`
+
+	llmdFields // kvtransfer.go
 }
 
 type completionRequest struct {
@@ -104,6 +106,9 @@ type genParams struct {
 
 // validate checks the shared fields against the model and the context size.
 func (c *commonRequest) validate(modelID string, maxContext int) (genParams, *apiError) {
+	if err := c.checkLLMD(); err != nil {
+		return genParams{}, err
+	}
 	var p genParams
 	if c.Model != "" && c.Model != modelID {
 		e := invalid("model", "model_not_found", "model %q does not exist; this server serves %q", c.Model, modelID)
