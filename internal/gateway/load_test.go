@@ -211,3 +211,46 @@ func TestDisaggregatedUsageReportsPrefillCachedTokens(t *testing.T) {
 	pre.drained(t)
 	dec.drained(t)
 }
+
+// The freeze: the same 17-token prompt twice (page size 16) makes
+// the second one's handoff entirely prefix-cached on the prefill worker.
+// Both are answered, and so is another tenant's request sent meanwhile.
+func TestRepeatedPagePrefixPromptDoesNotFreezePrefill(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, smallPool), startWorker(t, worker.Decode, smallPool)
+	if ps := pre.eng.Pool().PageSize(); ps != 16 {
+		t.Skipf("page size %d; the case needs 16", ps)
+	}
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	words := copymodel.AuditWords()
+	prompt, want := canaryPrompt(t, g, words.Canary[:8], 2, 17, 4)
+	other, otherWant := canaryPrompt(t, g, words.Canary[8:16], 3, 40, 5)
+	ask := func(p []int32, tenant string) ([]int32, error) {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: p, MaxTokens: 8, Tenant: tenant, CacheSalt: []byte(tenant)})
+		if err != nil {
+			return nil, err
+		}
+		return collect(t, ch)
+	}
+	for i := range 2 {
+		otherDone := make(chan error, 1)
+		go func() {
+			got, err := ask(other, "b")
+			if err == nil && !slices.Equal(got, otherWant) {
+				err = fmt.Errorf("got %v, want %v", got, otherWant)
+			}
+			otherDone <- err
+		}()
+		got, err := ask(prompt, "a")
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("17-token prompt, round %d: %v %v, want %v", i, got, err, want)
+		}
+		if err := <-otherDone; err != nil {
+			t.Fatalf("the other tenant's request, round %d: %v", i, err)
+		}
+	}
+	if hits := pre.eng.Stats().PrefixHitTokens; hits < 16 {
+		t.Fatalf("prefill prefix hits %d: the second round was not fully cached", hits)
+	}
+	pre.drained(t)
+	dec.drained(t)
+}
