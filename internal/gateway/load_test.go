@@ -25,6 +25,12 @@ var tightPool = loader.PoolOptions{MaxContext: 512, KVTokens: 512}
 // that every one is answered with its own canary.
 func burst(t *testing.T, g *Gateway, n int) {
 	t.Helper()
+	burstTo(t, g, g.Submit, n)
+}
+
+// burstTo is burst with prompts tokenized by g and sent to submit.
+func burstTo(t *testing.T, g *Gateway, submit func(context.Context, engine.Request) (<-chan engine.Event, error), n int) {
+	t.Helper()
 	words := copymodel.AuditWords()
 	type res struct {
 		got, want []int32
@@ -37,7 +43,7 @@ func burst(t *testing.T, g *Gateway, n int) {
 		prompt, want := canaryPrompt(t, g, canary, 10+i, 492, uint64(100+i))
 		wg.Go(func() {
 			req := engine.Request{Prompt: prompt, MaxTokens: 8, Tenant: fmt.Sprintf("t%d", i%3)}
-			ch, err := g.Submit(context.Background(), req)
+			ch, err := submit(context.Background(), req)
 			if err != nil {
 				out[i] = res{err: err}
 				return
@@ -76,6 +82,16 @@ func TestFullDecodePoolQueuesInsteadOfFailing(t *testing.T) {
 	burst(t, g, 16)
 	pre.drained(t)
 	dec.drained(t)
+}
+
+// The monolithic engine (`serve`) under the same burst: it queues and
+// preempts, and every request gets its canary.
+func TestMonolithicEngineServesTheSameBurst(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
+	mono := startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{dec}) // for its tokenizer
+	burstTo(t, g, mono.eng.Submit, 16)
+	mono.drained(t)
 }
 
 func TestTwoDecodeWorkersShareABurstAndDrain(t *testing.T) {
