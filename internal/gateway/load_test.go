@@ -270,3 +270,59 @@ func TestRepeatedPagePrefixPromptDoesNotFreezePrefill(t *testing.T) {
 	pre.drained(t)
 	dec.drained(t)
 }
+
+// A decode worker that shuts down while a request waits in its reservation
+// queue has reserved nothing for it: the gateway moves the request to the
+// other decode worker, where it waits its turn and is served.
+func TestQueuedReservationMovesOnWhenItsDecodeWorkerCloses(t *testing.T) {
+	pre := startWorker(t, worker.Prefill, tightPool)
+	d1, d2 := startWorker(t, worker.Decode, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{d1, d2})
+	words := copymodel.AuditWords()
+	prompt, want := canaryPrompt(t, g, words.Canary[:8], 5, 492, 11)
+	var holds []*engine.Reservation
+	for _, d := range []*node{d1, d2} {
+		h, err := d.eng.Reserve(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+	}
+	type answer struct {
+		got []int32
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 8})
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		got, err := collect(t, ch)
+		done <- answer{got, err}
+	}()
+	var queued, other int
+	waitFor(t, func() bool {
+		for i, d := range []*node{d1, d2} {
+			if d.eng.Stats().ReservationsWaiting == 1 {
+				queued, other = i, 1-i
+				return true
+			}
+		}
+		return false
+	})
+	nodes := []*node{d1, d2}
+	nodes[queued].eng.Close() // its queue answers shutting down at once
+	waitFor(t, func() bool { return nodes[other].eng.Stats().ReservationsWaiting == 1 })
+	holds[other].Done(errors.New("test: released"))
+	a := <-done
+	if a.err != nil || !slices.Equal(a.got, want) {
+		t.Fatalf("request after its decode worker closed: %v %v, want %v", a.got, a.err, want)
+	}
+	pre.drained(t)
+	nodes[other].drained(t)
+	if err := nodes[queued].eng.Pool().CheckDrained(); err != nil {
+		t.Fatalf("closed decode worker: %v", err)
+	}
+}
