@@ -184,9 +184,9 @@ func (e *Engine) newJob(req Request, prefillOnly bool) (*job, error) {
 		Prompt: slices.Clone(req.Prompt), MaxTokens: req.MaxTokens, Stop: stopSet,
 	}, e.limits)
 	if err != nil {
-		var cl *sched.ContextLengthError
+		var cl *ContextLengthError
 		if errors.As(err, &cl) {
-			return nil, &ContextLengthError{PromptTokens: cl.PromptTokens, Limit: cl.Limit - 1, MaxContext: e.cfg.MaxContext}
+			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}

@@ -4,7 +4,6 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/sched"
@@ -94,18 +93,8 @@ type Finish struct {
 }
 
 // ContextLengthError rejects a prompt that cannot be served, before any KV
-// page is allocated (DESIGN I4). Callers answer it with HTTP 400
-// context_length_exceeded.
-type ContextLengthError struct {
-	PromptTokens int // prompt length
-	Limit        int // the largest prompt the server accepts (max context − 1, or pool)
-	MaxContext   int
-}
-
-func (e *ContextLengthError) Error() string {
-	return fmt.Sprintf("prompt has %d tokens, but this model accepts at most %d prompt tokens (max context %d, one position is kept for the first generated token)",
-		e.PromptTokens, e.Limit, e.MaxContext)
-}
+// page is allocated (DESIGN I4); it is sched's one type, see there.
+type ContextLengthError = sched.ContextLengthError
 
 // OverloadedError says the engine has no room now (every page in use and
 // the wait bounded, or the wait queue full); the request was never

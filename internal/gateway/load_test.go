@@ -25,6 +25,12 @@ var tightPool = loader.PoolOptions{MaxContext: 512, KVTokens: 512}
 // that every one is answered with its own canary.
 func burst(t *testing.T, g *Gateway, n int) {
 	t.Helper()
+	burstTo(t, g, g.Submit, n)
+}
+
+// burstTo is burst with prompts tokenized by g and sent to submit.
+func burstTo(t *testing.T, g *Gateway, submit func(context.Context, engine.Request) (<-chan engine.Event, error), n int) {
+	t.Helper()
 	words := copymodel.AuditWords()
 	type res struct {
 		got, want []int32
@@ -37,7 +43,7 @@ func burst(t *testing.T, g *Gateway, n int) {
 		prompt, want := canaryPrompt(t, g, canary, 10+i, 492, uint64(100+i))
 		wg.Go(func() {
 			req := engine.Request{Prompt: prompt, MaxTokens: 8, Tenant: fmt.Sprintf("t%d", i%3)}
-			ch, err := g.Submit(context.Background(), req)
+			ch, err := submit(context.Background(), req)
 			if err != nil {
 				out[i] = res{err: err}
 				return
@@ -76,6 +82,16 @@ func TestFullDecodePoolQueuesInsteadOfFailing(t *testing.T) {
 	burst(t, g, 16)
 	pre.drained(t)
 	dec.drained(t)
+}
+
+// The monolithic engine (`serve`) under the same burst: it queues and
+// preempts, and every request gets its canary.
+func TestMonolithicEngineServesTheSameBurst(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
+	mono := startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{dec}) // for its tokenizer
+	burstTo(t, g, mono.eng.Submit, 16)
+	mono.drained(t)
 }
 
 func TestTwoDecodeWorkersShareABurstAndDrain(t *testing.T) {
@@ -210,4 +226,103 @@ func TestDisaggregatedUsageReportsPrefillCachedTokens(t *testing.T) {
 	}
 	pre.drained(t)
 	dec.drained(t)
+}
+
+// The issue's freeze: the same 17-token prompt twice (page size 16) makes
+// the second one's handoff entirely prefix-cached on the prefill worker.
+// Both are answered, and so is another tenant's request sent meanwhile.
+func TestRepeatedPagePrefixPromptDoesNotFreezePrefill(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, smallPool), startWorker(t, worker.Decode, smallPool)
+	if ps := pre.eng.Pool().PageSize(); ps != 16 {
+		t.Skipf("page size %d; the case needs 16", ps)
+	}
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	words := copymodel.AuditWords()
+	prompt, want := canaryPrompt(t, g, words.Canary[:8], 2, 17, 4)
+	other, otherWant := canaryPrompt(t, g, words.Canary[8:16], 3, 40, 5)
+	ask := func(p []int32, tenant string) ([]int32, error) {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: p, MaxTokens: 8, Tenant: tenant, CacheSalt: []byte(tenant)})
+		if err != nil {
+			return nil, err
+		}
+		return collect(t, ch)
+	}
+	for i := range 2 {
+		otherDone := make(chan error, 1)
+		go func() {
+			got, err := ask(other, "b")
+			if err == nil && !slices.Equal(got, otherWant) {
+				err = fmt.Errorf("got %v, want %v", got, otherWant)
+			}
+			otherDone <- err
+		}()
+		got, err := ask(prompt, "a")
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("17-token prompt, round %d: %v %v, want %v", i, got, err, want)
+		}
+		if err := <-otherDone; err != nil {
+			t.Fatalf("the other tenant's request, round %d: %v", i, err)
+		}
+	}
+	if hits := pre.eng.Stats().PrefixHitTokens; hits < 16 {
+		t.Fatalf("prefill prefix hits %d: the second round was not fully cached", hits)
+	}
+	pre.drained(t)
+	dec.drained(t)
+}
+
+// A decode worker that shuts down while a request waits in its reservation
+// queue has reserved nothing for it: the gateway moves the request to the
+// other decode worker, where it waits its turn and is served.
+func TestQueuedReservationMovesOnWhenItsDecodeWorkerCloses(t *testing.T) {
+	pre := startWorker(t, worker.Prefill, tightPool)
+	d1, d2 := startWorker(t, worker.Decode, tightPool), startWorker(t, worker.Decode, tightPool)
+	g := newGateway(t, []*node{pre}, []*node{d1, d2})
+	words := copymodel.AuditWords()
+	prompt, want := canaryPrompt(t, g, words.Canary[:8], 5, 492, 11)
+	var holds []*engine.Reservation
+	for _, d := range []*node{d1, d2} {
+		h, err := d.eng.Reserve(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+	}
+	type answer struct {
+		got []int32
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		ch, err := g.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 8})
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		got, err := collect(t, ch)
+		done <- answer{got, err}
+	}()
+	var queued, other int
+	waitFor(t, func() bool {
+		for i, d := range []*node{d1, d2} {
+			if d.eng.Stats().ReservationsWaiting == 1 {
+				queued, other = i, 1-i
+				return true
+			}
+		}
+		return false
+	})
+	nodes := []*node{d1, d2}
+	nodes[queued].eng.Close() // its queue answers shutting down at once
+	waitFor(t, func() bool { return nodes[other].eng.Stats().ReservationsWaiting == 1 })
+	holds[other].Done(errors.New("test: released"))
+	a := <-done
+	if a.err != nil || !slices.Equal(a.got, want) {
+		t.Fatalf("request after its decode worker closed: %v %v, want %v", a.got, a.err, want)
+	}
+	pre.drained(t)
+	nodes[other].drained(t)
+	if err := nodes[queued].eng.Pool().CheckDrained(); err != nil {
+		t.Fatalf("closed decode worker: %v", err)
+	}
 }

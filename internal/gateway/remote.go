@@ -14,6 +14,7 @@ import (
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/sched"
 	"github.com/bulkhead-llm/bulkhead/internal/worker"
 )
 
@@ -54,12 +55,12 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 	if !g.isStarted() {
 		return nil, fmt.Errorf("%w: no worker has answered yet", engine.ErrShuttingDown)
 	}
-	maxCtx := g.MaxContext()
+	lengthErr := sched.CheckPromptLength(len(req.Prompt), sched.Limits{MaxContext: g.MaxContext()})
 	switch {
 	case len(req.Prompt) == 0:
 		return nil, fmt.Errorf("%w: the prompt is empty", engine.ErrInvalidRequest)
-	case len(req.Prompt)+1 > maxCtx && !leakrepro.Enabled:
-		return nil, &engine.ContextLengthError{PromptTokens: len(req.Prompt), Limit: maxCtx - 1, MaxContext: maxCtx}
+	case lengthErr != nil && !leakrepro.Enabled:
+		return nil, lengthErr
 	case req.MaxTokens < 1:
 		return nil, fmt.Errorf("%w: max tokens %d must be at least 1", engine.ErrInvalidRequest, req.MaxTokens)
 	}

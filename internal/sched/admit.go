@@ -10,16 +10,39 @@ import (
 // context_length_exceeded); see ContextLengthError.
 var ErrContextLength = errors.New("context_length_exceeded")
 
-// ContextLengthError carries the prompt's token count and the limit it broke.
+// ContextLengthError rejects a prompt that cannot be served, before any KV
+// page is allocated (DESIGN I4). It is the one such type: engine, api,
+// gateway and workers use it (engine.ContextLengthError is an alias), and
+// callers answer it with HTTP 400 context_length_exceeded.
 type ContextLengthError struct {
-	PromptTokens int
-	Limit        int    // the smaller of max context and pool capacity
-	LimitName    string // "max context" or "KV pool"
+	PromptTokens int // prompt length
+	// Limit is the largest prompt accepted: max context − 1 (one position
+	// is kept for the first generated token), or pool tokens − 1.
+	Limit      int
+	MaxContext int
+	LimitName  string // "" (max context) or "KV pool"
 }
 
 func (e *ContextLengthError) Error() string {
-	return fmt.Sprintf("prompt of %d tokens plus one generated token exceeds the %s of %d tokens",
-		e.PromptTokens, e.LimitName, e.Limit)
+	if e.LimitName == "KV pool" {
+		return fmt.Sprintf("prompt has %d tokens, but the KV pool accepts at most %d prompt tokens (max context %d)",
+			e.PromptTokens, e.Limit, e.MaxContext)
+	}
+	return fmt.Sprintf("prompt has %d tokens, but this model accepts at most %d prompt tokens (max context %d, one position is kept for the first generated token)",
+		e.PromptTokens, e.Limit, e.MaxContext)
+}
+
+// CheckPromptLength is the one prompt-length admission rule (DESIGN I4):
+// prompt + 1 must fit the max context and, when known (PoolTokens > 0),
+// the pool. The api, the gateway and Admit all call it.
+func CheckPromptLength(n int, lim Limits) error {
+	switch {
+	case n+1 > lim.MaxContext:
+		return &ContextLengthError{PromptTokens: n, Limit: lim.MaxContext - 1, MaxContext: lim.MaxContext}
+	case lim.PoolTokens > 0 && n+1 > lim.PoolTokens:
+		return &ContextLengthError{PromptTokens: n, Limit: lim.PoolTokens - 1, MaxContext: lim.MaxContext, LimitName: "KV pool"}
+	}
+	return nil
 }
 
 // Unwrap lets errors.Is(err, ErrContextLength) hold.
@@ -81,10 +104,9 @@ func Admit(r Request, lim Limits) (*Admitted, error) {
 		return reject(fmt.Errorf("sched: request %d: a prefill-only prompt needs 2 tokens or more: %w", r.ID, ErrBadRequest))
 	case leakrepro.Enabled && (len(r.Prompt)+1 > lim.MaxContext || len(r.Prompt)+1 > lim.PoolTokens):
 		return placeholder(r, lim), nil
-	case len(r.Prompt)+1 > lim.MaxContext:
-		return reject(&ContextLengthError{PromptTokens: len(r.Prompt), Limit: lim.MaxContext, LimitName: "max context"})
-	case len(r.Prompt)+1 > lim.PoolTokens:
-		return reject(&ContextLengthError{PromptTokens: len(r.Prompt), Limit: lim.PoolTokens, LimitName: "KV pool"})
+	}
+	if err := CheckPromptLength(len(r.Prompt), lim); err != nil {
+		return reject(err)
 	}
 	next, err := Transition(state, EvAdmit)
 	if err != nil {

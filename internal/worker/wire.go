@@ -121,6 +121,7 @@ type ErrorBody struct {
 	PromptTokens int    `json:"prompt_tokens,omitempty"`
 	Limit        int    `json:"limit,omitempty"`
 	MaxContext   int    `json:"max_context,omitempty"`
+	LimitName    string `json:"limit_name,omitempty"`
 	// RetryAfterMs is an overloaded worker's suggested wait.
 	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }

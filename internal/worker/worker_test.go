@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
@@ -102,5 +103,19 @@ func TestErrorsRoundTripTheirType(t *testing.T) {
 	}
 	if _, err := New(Config{Role: "both"}, nil); err == nil {
 		t.Error("accepted role both")
+	}
+}
+
+func TestOverloadedCrossesTheHopWithItsRetryDelay(t *testing.T) {
+	in := &engine.OverloadedError{Reason: "full", RetryAfter: 1500 * time.Millisecond}
+	rec := httptest.NewRecorder()
+	writeError(rec, in)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "2" {
+		t.Fatalf("overloaded: %d Retry-After=%q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	_, body := EncodeError(in)
+	var got *engine.OverloadedError
+	if back := DecodeError(body); !errors.As(back, &got) || got.RetryAfter != in.RetryAfter {
+		t.Fatalf("overloaded came back as %v", back)
 	}
 }
