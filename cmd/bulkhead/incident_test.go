@@ -93,17 +93,11 @@ func TestIncidentReproducedDisaggregated(t *testing.T) {
 			}
 			leak := crossTenantLeak(t, rep)
 			if !c.wantLeak {
-				// Known defect the pressure phase found: with the pool
-				// over-full, the decode worker answers 500 "out of pages"
-				// instead of queueing. It is reported (and fails the
-				// audit's exit code); here the normal build must still
-				// have no leak and no failure outside that phase.
+				// The pressure phase over-fills the decode pool: reservations
+				// must queue (engine.Reserve), so every probe passes.
 				for _, p := range rep.Probes {
-					if p.Verdict == audit.Leak || p.Verdict == audit.Fail && p.Phase != audit.PhasePressure {
+					if p.Verdict == audit.Leak || p.Verdict == audit.Fail {
 						t.Fatalf("normal build: probe #%d %s %s: %s\n%s", p.ID, p.Phase, p.Verdict, p.Reason, gw.output())
-					}
-					if p.Verdict == audit.Fail {
-						t.Logf("pressure-phase failure (known defect): probe #%d: %s", p.ID, p.Reason)
 					}
 				}
 				if rep.Counts.Pass == 0 || rep.Pressure == nil {
