@@ -138,6 +138,12 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 		if strings.HasSuffix(name, "_seconds") && f.GetType() != dto.MetricType_HISTOGRAM {
 			t.Errorf("%s: a _seconds series must be a histogram", name)
 		}
+		if strings.HasSuffix(name, "_total") != (f.GetType() == dto.MetricType_COUNTER) {
+			t.Errorf("%s: type %v; counters and only counters end in _total", name, f.GetType())
+		}
+		if f.GetHelp() == "" {
+			t.Errorf("%s: no HELP text", name)
+		}
 	}
 	if t.Failed() {
 		t.FailNow()
