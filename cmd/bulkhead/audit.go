@@ -39,6 +39,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 		keys = append(keys, s)
 		return nil
 	})
+	metricsURL := fs.String("metrics-url", "", "the server's Prometheus page, when not URL/metrics (bulkhead: its admin listener, e.g. http://127.0.0.1:9464/metrics); read to size and report pool pressure")
 	maxCtx := fs.Int("max-context", 0, "advertised context in tokens (default: discovered from /v1/models or /props)")
 	style := fs.String("prompt-style", "auto", "copy (the built-in copy model), natural (instruction models), or auto: copy when the model is "+copymodel.Name)
 	concurrency := fs.Int("concurrency", 4, "requests in flight during the cross-tenant phase")
@@ -65,12 +66,12 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 		if *url != "" {
 			return &exitCode{code: 2, err: errors.New("--self-check starts its own server: drop --url")}
 		}
-		base, keys2, stopServer, err := startSelfCheckServer(ctx, stderr)
+		base, keys2, mURL, stopServer, err := startSelfCheckServer(ctx, stderr)
 		if err != nil {
 			return &exitCode{code: 2, err: fmt.Errorf("self-check server: %w", err)}
 		}
 		defer stopServer()
-		*url, *style, *model = base, string(audit.StyleCopy), copymodel.Name
+		*url, *style, *model, *metricsURL = base, string(audit.StyleCopy), copymodel.Name, mURL
 		keys = keys2
 	}
 	if *url == "" {
@@ -84,7 +85,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	cfg := audit.Config{
-		BaseURL: *url, Model: *model, APIKeys: keys, MaxContext: *maxCtx,
+		BaseURL: *url, MetricsURL: *metricsURL, Model: *model, APIKeys: keys, MaxContext: *maxCtx,
 		Style: audit.Style(*style), Concurrency: *concurrency, Sessions: *sessions,
 		Rounds: *rounds, Timeout: *timeout, Seed: *seed, TimingSamples: *timingSamples,
 	}

@@ -61,7 +61,7 @@ func TestAuditDiscoversTheEffectiveContext(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run("claim="+tc.claim, func(t *testing.T) {
-			args := []string{"--url", srv.url(), "--api-key", keys[0], "--api-key", keys[1]}
+			args := []string{"--url", srv.url(), "--metrics-url", srv.adminURL() + "/metrics", "--api-key", keys[0], "--api-key", keys[1]}
 			if tc.claim != "" {
 				args = append(args, "--max-context", tc.claim)
 			}

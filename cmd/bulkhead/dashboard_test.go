@@ -66,7 +66,7 @@ var metricName = regexp.MustCompile(`bulkhead:[a-zA-Z0-9_:]+`)
 // Every query of deploy/grafana/bulkhead.json names only metrics a running
 // serve exports, with the suffixes their types have (_bucket on histograms).
 func TestGrafanaDashboardQueriesNameExportedMetrics(t *testing.T) {
-	base, _ := startServe(t)
+	base, admin, _ := startServeAdmin(t)
 	// One completion and one oversized prompt, so the per-tenant series and
 	// the rejection counter exist.
 	post := func(body string) {
@@ -79,7 +79,7 @@ func TestGrafanaDashboardQueriesNameExportedMetrics(t *testing.T) {
 	}
 	post(`{"model":"` + copymodel.Name + `","prompt":"hello there","max_tokens":3}`)
 	post(`{"model":"` + copymodel.Name + `","prompt":"` + strings.Repeat("hello ", 1500) + `","max_tokens":3}`)
-	types := exportedTypes(t, base+"/metrics")
+	types := exportedTypes(t, admin+"/metrics")
 	if len(types) < 10 {
 		t.Fatalf("scrape found only %d metric families: %v", len(types), types)
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,20 +66,27 @@ func TestMain(m *testing.M) {
 
 // proc is a running bulkhead process.
 type proc struct {
-	cmd  *exec.Cmd
-	addr string // the HTTP address it announced
-	tls  bool   // it announced https
-	kv   string // a decode worker's KV address
-	done chan struct{}
-	mu   sync.Mutex
-	log  strings.Builder
+	cmd   *exec.Cmd
+	addr  string // the HTTP address it announced
+	tls   bool   // it announced https
+	kv    string // a decode worker's KV address
+	admin string // the admin listener's address (/metrics, /ui), once announced
+	done  chan struct{}
+	mu    sync.Mutex
+	log   strings.Builder
 }
+
+var adminAnnounce = regexp.MustCompile(`admin listener at http://([0-9.:]+)`)
 
 var announce = regexp.MustCompile(`on (https?)://([0-9.:]+)(?:/v1)?(?: \(KV ([0-9.:]+)\))?`)
 
 // start runs bin with args and waits until it announces its address.
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
+	// Every serving role gets its own admin port, so tests run side by side.
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "gateway" || args[0] == "worker") && !slices.Contains(args, "--admin-listen") {
+		args = append(slices.Clone(args), "--admin-listen", "127.0.0.1:0")
+	}
 	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -97,6 +105,9 @@ func start(t *testing.T, bin string, args ...string) *proc {
 			line := sc.Text()
 			p.mu.Lock()
 			p.log.WriteString(line + "\n")
+			if m := adminAnnounce.FindStringSubmatch(line); m != nil {
+				p.admin = m[1]
+			}
 			p.mu.Unlock()
 			if m := announce.FindStringSubmatch(line); m != nil && !announced && strings.HasPrefix(line, "bulkhead:") {
 				p.tls, p.addr, p.kv, announced = m[1] == "https", m[2], m[3], true
@@ -115,6 +126,13 @@ func start(t *testing.T, bin string, args ...string) *proc {
 		t.Fatalf("%s %v did not announce an address within 60s:\n%s", bin, args, p.output())
 	}
 	return nil
+}
+
+// adminURL is the base URL of the admin listener (announced before the API).
+func (p *proc) adminURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return "http://" + p.admin
 }
 
 func (p *proc) output() string {

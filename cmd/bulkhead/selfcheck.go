@@ -23,15 +23,19 @@ const (
 // startSelfCheckServer serves the copy model in-process on a free loopback
 // port with two tenants, and returns its URL, their API keys, and a stop
 // function that drains it.
-func startSelfCheckServer(ctx context.Context, stderr io.Writer) (string, []string, func(), error) {
+// It returns the API base URL, the tenants' keys, the admin listener's
+// /metrics URL (so the pressure phase reads the pool) and a stop function.
+func startSelfCheckServer(ctx context.Context, stderr io.Writer) (string, []string, string, func(), error) {
 	keys := []string{randomKey("tenant-a"), randomKey("tenant-b")}
 	toml := fmt.Sprintf("[[tenant]]\nid = \"self-check-a\"\napi_key_sha256 = [%q]\n\n[[tenant]]\nid = \"self-check-b\"\napi_key_sha256 = [%q]\n",
 		tenant.HashKey(keys[0]), tenant.HashKey(keys[1]))
 	reg, err := tenant.Parse([]byte(toml))
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, "", nil, err
 	}
-	o := serveOptions{listen: "127.0.0.1:0", tenants: reg, tokenBudget: 512, maxRunning: 16,
+	admin := make(chan string, 1)
+	o := serveOptions{listen: "127.0.0.1:0", tenants: reg,
+		trust: trustOptions{adminListen: "127.0.0.1:0", onAdmin: func(a string) { admin <- a }}, tokenBudget: 512, maxRunning: 16,
 		drain: 5 * time.Second, logLevel: "warn",
 		pool: loader.PoolOptions{MaxContext: selfCheckContext, KVTokens: selfCheckPool}}
 	sctx, cancel := context.WithCancel(ctx)
@@ -41,10 +45,10 @@ func startSelfCheckServer(ctx context.Context, stderr io.Writer) (string, []stri
 	select {
 	case addr := <-ready:
 		fmt.Fprintf(stderr, "self-check: bulkhead serving the copy model on %s (max context %d, pool %d tokens, 2 tenants)\n", addr, selfCheckContext, selfCheckPool)
-		return "http://" + addr, keys, func() { cancel(); <-done }, nil
+		return "http://" + addr, keys, "http://" + <-admin + "/metrics", func() { cancel(); <-done }, nil
 	case err := <-done:
 		cancel()
-		return "", nil, nil, err
+		return "", nil, "", nil, err
 	}
 }
 

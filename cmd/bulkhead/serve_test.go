@@ -21,7 +21,16 @@ import (
 // URL and a stop function that drains it like SIGTERM.
 func startServe(t *testing.T) (string, func() error) {
 	t.Helper()
-	o := serveOptions{listen: "127.0.0.1:0", threads: 1, tokenBudget: 256, maxRunning: 8, drain: 10 * time.Second,
+	base, _, stop := startServeAdmin(t)
+	return base, stop
+}
+
+// startServeAdmin is startServe with an admin listener; it returns the API
+// and the admin base URLs.
+func startServeAdmin(t *testing.T) (string, string, func() error) {
+	t.Helper()
+	admin := make(chan string, 1)
+	o := serveOptions{trust: trustOptions{adminListen: "127.0.0.1:0", onAdmin: func(a string) { admin <- a }}, listen: "127.0.0.1:0", threads: 1, tokenBudget: 256, maxRunning: 8, drain: 10 * time.Second,
 		logLevel: "error", pool: loader.PoolOptions{MaxContext: 1024, KVTokens: 8192}}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -31,11 +40,11 @@ func startServe(t *testing.T) (string, func() error) {
 	case a := <-ready:
 		stop := sync.OnceValue(func() error { cancel(); return <-done })
 		t.Cleanup(func() { stop() })
-		return "http://" + a, stop
+		return "http://" + a, "http://" + <-admin, stop
 	case err := <-done:
 		t.Fatal(err)
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // The real server, real engine and the built-in model, driven by the

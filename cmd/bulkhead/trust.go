@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/bulkhead-llm/bulkhead/internal/admin"
 	"github.com/bulkhead-llm/bulkhead/internal/model"
@@ -90,7 +91,9 @@ func (t *trustOptions) startAdmin(metrics, ui http.Handler, log *slog.Logger) (f
 	if !admin.Loopback(t.adminListen) {
 		log.Warn("admin listener is not loopback-only: /metrics names tenants and their usage", "addr", addr)
 	}
-	log.Info("admin listener", "addr", "http://"+addr, "endpoints", endpoints)
+	// Printed whatever the log level: operators and tests need the address.
+	// ("at", not "on": the API's own announcement is the line to wait for.)
+	fmt.Fprintf(os.Stderr, "bulkhead: admin listener at http://%s (%s)\n", addr, endpoints)
 	if t.onAdmin != nil {
 		t.onAdmin(addr)
 	}

@@ -53,7 +53,7 @@ func (u *uiOptions) start(o pagemap.Options, stderr io.Writer) (stop func(), err
 	}
 	hs := &http.Server{Handler: pagemap.New(o), ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
-	fmt.Fprintf(stderr, "bulkhead: live KV page map on http://%s/ui\n", ln.Addr())
+	fmt.Fprintf(stderr, "bulkhead: live KV page map at http://%s/ui\n", ln.Addr())
 	return func() { hs.Close() }, nil
 }
 

@@ -22,6 +22,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9001", "address of the worker's HTTP API (for the gateway)")
 	kvListen := fs.String("kv-listen", "127.0.0.1:9101", "decode: address the KV transfer receiver listens on")
 	o.tls.register(fs)
+	fs.StringVar(&o.trust.adminListen, "admin-listen", "", `address of the admin listener (/metrics, /ui) (default 127.0.0.1:9465 for prefill, 127.0.0.1:9466 for decode, so both run beside a gateway on 9464); "off" disables it`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -31,6 +32,9 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if worker.Role(*role) != worker.Prefill && worker.Role(*role) != worker.Decode {
 		fs.Usage()
 		return &exitCode{2, fmt.Errorf("--role must be prefill or decode, got %q", *role)}
+	}
+	if o.trust.adminListen == "" {
+		o.trust.adminListen = map[string]string{"prefill": "127.0.0.1:9465", "decode": "127.0.0.1:9466"}[*role]
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -78,7 +82,13 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
 		return err
 	}
-	stopUI, err := o.ui.start(pagemap.Options{Sources: []pagemap.Source{{Role: string(role), Engine: eng}}}, stderr)
+	uiOpts := pagemap.Options{Sources: []pagemap.Source{{Role: string(role), Engine: eng}}, Metrics: pm.Handler()}
+	stopAdmin, err := o.trust.startAdmin(pm.Handler(), pagemap.New(uiOpts), logger)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+	stopUI, err := o.ui.start(uiOpts, stderr)
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,11 @@ var ErrConnection = errors.New("audit: cannot use server")
 
 // client sends the audit's requests to one server.
 type client struct {
-	base    string
-	model   string
-	http    *http.Client
-	timeout time.Duration
+	base       string
+	metricsURL string // where /metrics is, when not under base (an admin listener)
+	model      string
+	http       *http.Client
+	timeout    time.Duration
 }
 
 // send issues a request with an optional JSON body; the caller closes the

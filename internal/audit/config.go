@@ -85,6 +85,10 @@ type Config struct {
 	// BaseURL is the server's root, e.g. http://host:8000 (a trailing /v1
 	// is accepted and removed).
 	BaseURL string
+	// MetricsURL is the server's Prometheus page when it is not BaseURL +
+	// "/metrics": bulkhead serves it on its admin listener, apart from
+	// tenant traffic. Empty means BaseURL + "/metrics".
+	MetricsURL string
 	// Model is the model name sent with every request; empty means the
 	// only model /v1/models lists.
 	Model string

@@ -26,7 +26,17 @@ func (m serverMetrics) ok() bool { return m.Source != "" }
 // exports none the audit knows.
 func (c *client) metrics(ctx context.Context, key string) serverMetrics {
 	m := serverMetrics{PagesTotal: -1, PagesUsed: -1, Usage: -1, Preemptions: -1, PageSize: -1}
-	resp, err := c.send(ctx, http.MethodGet, "/metrics", key, nil)
+	var resp *http.Response
+	var err error
+	if c.metricsURL != "" {
+		req, rerr := http.NewRequestWithContext(ctx, http.MethodGet, c.metricsURL, nil)
+		if rerr != nil {
+			return m
+		}
+		resp, err = c.http.Do(req)
+	} else {
+		resp, err = c.send(ctx, http.MethodGet, "/metrics", key, nil)
+	}
 	if err != nil {
 		return m
 	}

@@ -69,7 +69,7 @@ func newAuditor(cfg Config, progressW io.Writer) *auditor {
 	}
 	a := &auditor{
 		cfg:      cfg,
-		c:        &client{base: cfg.BaseURL, model: cfg.Model, http: cfg.HTTPClient, timeout: cfg.Timeout},
+		c:        &client{base: cfg.BaseURL, metricsURL: cfg.MetricsURL, model: cfg.Model, http: cfg.HTTPClient, timeout: cfg.Timeout},
 		keys:     cfg.tenantKeys(),
 		progress: &progress{w: progressW},
 		rng:      rand.New(rand.NewChaCha8(seedBytes(cfg.Seed))),
