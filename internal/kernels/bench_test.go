@@ -93,3 +93,25 @@ func BenchmarkVectorOps(b *testing.B) {
 		_ = sink
 	}
 }
+
+// BenchmarkPoolDecodeStep runs the matrix products of one decode step of
+// a small model (7 products) and reports allocations per step, the figure
+// the pool must keep at zero.
+func BenchmarkPoolDecodeStep(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	p := NewPool(2)
+	defer p.Close()
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.F16} {
+		b.Run(typ.String(), func(b *testing.B) {
+			m := randMatrix(b, r, typ, 768, 768)
+			x := randVec(r, 768, 1)
+			out := make([]float32, 768)
+			b.ReportAllocs()
+			for b.Loop() {
+				for k := 0; k < 7; k++ {
+					p.MatMul(out, m, x, 1)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
@@ -55,6 +56,16 @@ func kScales(t gguf.Type, row []byte, scl []int16) {
 	}
 }
 
+// kScratch is rowsK's per-call unpacked row, recycled so a batched
+// product allocates nothing per work item.
+type kScratch struct {
+	scl, sv, mins []int16
+	q             []byte
+	dv            []float32
+}
+
+var kScratchPool = sync.Pool{New: func() any { return new(kScratch) }}
+
 // rowsK computes Q4_K/Q6_K rows [r0,r1). A single token uses the fused
 // kernels; a batch unpacks each row once (values, scale vectors, factors)
 // and meets it with every token through kDotU.
@@ -65,11 +76,11 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	nsb := a.cols / 256
 	rb := m.rowBytes()
-	scl := make([]int16, 32*nsb)
-	q := make([]byte, 256*nsb)
-	sv := make([]int16, 128*nsb)
-	mins := make([]int16, 16*nsb)
-	dv := make([]float32, 2*nsb)
+	sc := kScratchPool.Get().(*kScratch)
+	defer kScratchPool.Put(sc)
+	sc.scl, sc.q, sc.sv = grow(sc.scl, 32*nsb), grow(sc.q, 256*nsb), grow(sc.sv, 128*nsb)
+	sc.mins, sc.dv = grow(sc.mins, 16*nsb), grow(sc.dv, 2*nsb)
+	scl, q, sv, mins, dv := sc.scl, sc.q, sc.sv, sc.mins, sc.dv
 	for r := r0; r < r1; r++ {
 		row := m.Data[r*rb : (r+1)*rb]
 		kScales(m.Type, row, scl)
