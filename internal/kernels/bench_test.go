@@ -115,3 +115,27 @@ func BenchmarkPoolDecodeStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecode1B is one token through matrices of the Llama-3.2-1B
+// shape (2048 → 2048, 2048 → 8192, 8192 → 2048), one thread, reporting
+// weight bandwidth, for each decode weight type.
+func BenchmarkDecode1B(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	p := NewPool(1)
+	defer p.Close()
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q8_0, gguf.F16} {
+		for _, sh := range [][2]int{{8192, 2048}, {2048, 8192}} {
+			m := randMatrix(b, r, typ, sh[0], sh[1])
+			for _, batch := range []int{1, 4, 16} {
+				b.Run(fmt.Sprintf("%s/%dx%d/b%d", typ, sh[0], sh[1], batch), func(b *testing.B) {
+					x := randVec(r, batch*sh[1], 1)
+					out := make([]float32, batch*sh[0])
+					b.SetBytes(int64(len(m.Data)))
+					for b.Loop() {
+						p.MatMul(out, m, x, batch)
+					}
+				})
+			}
+		}
+	}
+}
