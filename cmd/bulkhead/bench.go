@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -78,6 +80,7 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	noProbe := fs.Bool("no-probe", false, "skip the read-bandwidth and FMA probes")
 	probeMB := fs.Int("probe-mb", 0, "read probe buffer in MiB (default: 4× the weights, 64–1024)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed passes to FILE")
 	compareJSON := fs.String("compare-json", "", "llama-bench JSON output (-o json) to print ratios against")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -117,6 +120,17 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	// include page faults of the memory map.
 	if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[:min(16, *promptLen)], Pages: pages}}); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var prefill, decode, prefillCPU, decodeCPU time.Duration
 	for r := 0; r < *reps; r++ {

@@ -124,7 +124,7 @@ func BenchmarkDecode1B(b *testing.B) {
 	p := NewPool(1)
 	defer p.Close()
 	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q8_0, gguf.F16} {
-		for _, sh := range [][2]int{{8192, 2048}, {2048, 8192}} {
+		for _, sh := range [][2]int{{8192, 2048}, {2048, 8192}, {65536, 2048}} {
 			m := randMatrix(b, r, typ, sh[0], sh[1])
 			for _, batch := range []int{1, 4, 16} {
 				b.Run(fmt.Sprintf("%s/%dx%d/b%d", typ, sh[0], sh[1], batch), func(b *testing.B) {

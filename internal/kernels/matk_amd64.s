@@ -15,6 +15,10 @@
 // fused into a scalar accumulator with dmin×d_x (Q4_K) or d×d_x (Q6_K); the
 // result is hsum(acc) − accM.
 //
+// Each super-block prefetches the weights about a kilobyte ahead (measured
+// to help the single-token stream from memory on the shared host, and
+// harmless in cache; prefetches never fault past the matrix's end).
+//
 // Frame: 0(SP) holds the super-block's 16 int16 sub-block scales (Q4_K:
 // scales 0..7 then mins 0..7; Q6_K: the 16 scales), read by the group
 // macros with VPBROADCASTW; Y13 holds the 16 multipliers of bs.
@@ -71,6 +75,9 @@ row:
 	VXORPS X10, X10, X10
 
 sb:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
 	// Scales: a, m, c are the three little-endian words of the 12 bytes.
 	MOVL  4(SI), AX   // a
 	MOVL  8(SI), BX   // m
@@ -191,6 +198,10 @@ row6:
 	VXORPS X10, X10, X10
 
 sb6:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
 	VPMOVSXBW 192(SI), Y0 // the 16 signed sub-block scales
 	VMOVDQU   Y0, 0(SP)
 	VPSLLW    $5, Y0, Y13 // 32 × scale, the offset multipliers
