@@ -7,11 +7,14 @@ import (
 	"github.com/bulkhead-llm/bulkhead/internal/progress"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+	"github.com/bulkhead-llm/bulkhead/internal/kernels"
 	"github.com/bulkhead-llm/bulkhead/internal/loader"
 	"github.com/bulkhead-llm/bulkhead/internal/model"
 )
@@ -43,6 +46,15 @@ type kernelsResult struct {
 	// reach with the cores to itself.
 	PrefillCPUPerToken float64 `json:"prefill_cpu_s_per_token"`
 	DecodeCPUPerToken  float64 `json:"decode_cpu_s_per_token"`
+
+	// Same-run yardsticks (absent with --no-probe) and the results as
+	// fractions of them.
+	Kernels string `json:"kernels"`
+	*yardsticks
+	DecodeReadFraction float64      `json:"decode_fraction_of_read_probe,omitempty"`
+	PrefillGFlops      float64      `json:"prefill_matmul_gflop_per_s"`
+	PrefillFMAFraction float64      `json:"prefill_fraction_of_fma_probe,omitempty"`
+	Compare            []comparison `json:"compare,omitempty"`
 }
 
 // processCPU is the user and system CPU time this process has used.
@@ -67,6 +79,10 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("reps", 1, "repetitions; the mean time is reported")
 	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	noProbe := fs.Bool("no-probe", false, "skip the read-bandwidth and FMA probes")
+	probeMB := fs.Int("probe-mb", 0, "read probe buffer in MiB (default: 4× the weights, 64–1024)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed passes to FILE")
+	compareJSON := fs.String("compare-json", "", "llama-bench JSON output (-o json) to print ratios against")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +122,17 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[:min(16, *promptLen)], Pages: pages}}); err != nil {
 		return err
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var prefill, decode, prefillCPU, decodeCPU time.Duration
 	rep := progress.New(stderr, "bench", int64(*reps*(*promptLen+*genLen)), "tokens")
 	for r := 0; r < *reps; r++ {
@@ -136,6 +163,23 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	res.DecodeGBPerS = float64(m.WeightBytes()) * res.DecodeTokensPerS / 1e9
 	res.PrefillCPUPerToken = prefillCPU.Seconds() / float64(*promptLen**reps)
 	res.DecodeCPUPerToken = decodeCPU.Seconds() / float64(*genLen**reps)
+	res.Kernels = kernels.Implementation()
+	res.PrefillGFlops = matmulFlopsPerToken(&m.Config) * res.PrefillTokensPerS / 1e9
+	if !*noProbe {
+		y := measureYardsticks(m.Threads(), probeBytes(m.WeightBytes(), *probeMB))
+		res.yardsticks = &y
+		if y.ReadGBPerS > 0 {
+			res.DecodeReadFraction = res.DecodeGBPerS / y.ReadGBPerS
+		}
+		if y.FMAGFlops > 0 {
+			res.PrefillFMAFraction = res.PrefillGFlops / y.FMAGFlops
+		}
+	}
+	if *compareJSON != "" {
+		if res.Compare, err = compareLlamaBench(*compareJSON, &res); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
@@ -146,6 +190,19 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "decode reads %.1f MB of weights per token: %.2f GB/s\n", float64(m.WeightBytes())/1e6, res.DecodeGBPerS)
 	fmt.Fprintf(stdout, "cpu time     prefill %.2f ms/token, decode %.2f ms/token (all threads)\n",
 		1e3*res.PrefillCPUPerToken, 1e3*res.DecodeCPUPerToken)
+	fmt.Fprintf(stdout, "kernels      %s (%s)\n", res.Kernels, kernels.Variants())
+	fmt.Fprintf(stdout, "prefill      %.1f GFLOP/s in matrix products\n", res.PrefillGFlops)
+	if y := res.yardsticks; y != nil {
+		fmt.Fprintf(stdout, "probe read   %.2f GB/s: decode streams weights at %.2f of it\n", y.ReadGBPerS, res.DecodeReadFraction)
+		fmt.Fprintf(stdout, "probe fma    %.1f GFLOP/s: prefill runs at %.2f of it\n", y.FMAGFlops, res.PrefillFMAFraction)
+	}
+	for _, c := range res.Compare {
+		fmt.Fprintf(stdout, "vs llama.cpp %-6s %.1f / %.1f tokens/s = %.2f", c.Test, c.Bulkhead, c.Llama, c.Ratio)
+		if c.Note != "" {
+			fmt.Fprintf(stdout, " (%s)", c.Note)
+		}
+		fmt.Fprintln(stdout)
+	}
 	return nil
 }
 

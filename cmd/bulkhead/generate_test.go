@@ -118,12 +118,16 @@ func TestMkmodelWritesALoadableModel(t *testing.T) {
 	if code := run([]string{"bench", "kernels", "--model", out, "--prompt-len", "16", "--gen-len", "4", "--json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("bench exit %d: %s", code, stderr.String())
 	}
-	var res map[string]float64
+	var res map[string]any
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatal(err)
 	}
-	if !(res["prefill_tokens_per_s"] > 0 && res["decode_tokens_per_s"] > 0) {
+	num := func(k string) float64 { f, _ := res[k].(float64); return f }
+	if !(num("prefill_tokens_per_s") > 0 && num("decode_tokens_per_s") > 0 && num("probe_read_gb_per_s") > 0 && num("probe_fma_gflop_per_s") > 0) {
 		t.Errorf("bench result %v", res)
+	}
+	if k, _ := res["kernels"].(string); k == "" {
+		t.Errorf("bench result names no kernels: %v", res)
 	}
 }
 

@@ -63,10 +63,11 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 	case p == nil:
 		quantizeBlocksRef(a.block, x[:n], a.qs, a.d)
 	case a.block == 256 && batch >= 8 && p.threads > 1:
-		nb := cols / 256
-		p.Parallel(batch, func(b int) {
-			quantizeBlocks(256, x[b*cols:(b+1)*cols], a.qs[b*cols:(b+1)*cols], a.d[b*nb:(b+1)*nb])
-		})
+		p.mu.Lock()
+		p.qa = qaJob{x: x, a: a}
+		p.parallelLocked(batch, p.qaFn)
+		p.qa = qaJob{}
+		p.mu.Unlock()
 	default:
 		quantizeBlocks(a.block, x[:n], a.qs, a.d)
 	}
@@ -92,6 +93,18 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 		}
 	}
 	return a
+}
+
+// qaJob quantizes one token per item of a K-quant activation; it lives in
+// the pool so the call needs no closure.
+type qaJob struct {
+	x []float32
+	a *activation
+}
+
+func (j *qaJob) item(b int) {
+	cols, nb := j.a.cols, j.a.cols/256
+	quantizeBlocks(256, j.x[b*cols:(b+1)*cols], j.a.qs[b*cols:(b+1)*cols], j.a.d[b*nb:(b+1)*nb])
 }
 
 func grow[T any](s []T, n int) []T {

@@ -93,3 +93,49 @@ func BenchmarkVectorOps(b *testing.B) {
 		_ = sink
 	}
 }
+
+// BenchmarkPoolDecodeStep runs the matrix products of one decode step of
+// a small model (7 products) and reports allocations per step, the figure
+// the pool must keep at zero.
+func BenchmarkPoolDecodeStep(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	p := NewPool(2)
+	defer p.Close()
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.F16} {
+		b.Run(typ.String(), func(b *testing.B) {
+			m := randMatrix(b, r, typ, 768, 768)
+			x := randVec(r, 768, 1)
+			out := make([]float32, 768)
+			b.ReportAllocs()
+			for b.Loop() {
+				for k := 0; k < 7; k++ {
+					p.MatMul(out, m, x, 1)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecode1B is one token through matrices of the Llama-3.2-1B
+// shape (2048 → 2048, 2048 → 8192, 8192 → 2048), one thread, reporting
+// weight bandwidth, for each decode weight type.
+func BenchmarkDecode1B(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	p := NewPool(1)
+	defer p.Close()
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q8_0, gguf.F16} {
+		for _, sh := range [][2]int{{8192, 2048}, {2048, 8192}, {65536, 2048}} {
+			m := randMatrix(b, r, typ, sh[0], sh[1])
+			for _, batch := range []int{1, 4, 16} {
+				b.Run(fmt.Sprintf("%s/%dx%d/b%d", typ, sh[0], sh[1], batch), func(b *testing.B) {
+					x := randVec(r, batch*sh[1], 1)
+					out := make([]float32, batch*sh[0])
+					b.SetBytes(int64(len(m.Data)))
+					for b.Loop() {
+						p.MatMul(out, m, x, batch)
+					}
+				})
+			}
+		}
+	}
+}

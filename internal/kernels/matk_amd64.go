@@ -4,15 +4,16 @@ package kernels
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
 
 //go:noescape
-func q4kDot(w *byte, scl *int16, xq *int8, xd *float32, bs *int16, nsb int) float32
+func q4kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 //go:noescape
-func q6kDot(w *byte, scl *int16, xq *int8, xd *float32, bs *int16, nsb int) float32
+func q6kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 //go:noescape
 func q4kUnpack(w *byte, nsb int, q *byte)
@@ -23,8 +24,10 @@ func q6kUnpack(w *byte, nsb int, q *byte)
 //go:noescape
 func kDotU(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
 
-// kScales writes the 32 int16 per super-block that q4kDot/q6kDot read (see
-// matk_amd64.s) for one encoded row.
+// kScales writes 32 int16 per super-block of one encoded row: [0:16) the
+// sub-block scales (Q4_K uses [0:8)), [16:32) the multipliers of the
+// 16-value activation sums (Q4_K: the sub-block's min, twice; Q6_K: 32 ×
+// scale). rowsK's batched path builds its unpacked row from them.
 func kScales(t gguf.Type, row []byte, scl []int16) {
 	le := binary.LittleEndian
 	if t == gguf.Q4_K {
@@ -55,21 +58,31 @@ func kScales(t gguf.Type, row []byte, scl []int16) {
 	}
 }
 
+// kScratch is rowsK's per-call unpacked row, recycled so a batched
+// product allocates nothing per work item.
+type kScratch struct {
+	scl, sv, mins []int16
+	q             []byte
+	dv            []float32
+}
+
+var kScratchPool = sync.Pool{New: func() any { return new(kScratch) }}
+
 // rowsK computes Q4_K/Q6_K rows [r0,r1). A single token uses the fused
 // kernels; a batch unpacks each row once (values, scale vectors, factors)
 // and meets it with every token through kDotU.
 func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
-	if a.batch == 1 {
+	if a.batch <= kFusedMaxBatch {
 		rowsKFused(out, m, a, r0, r1)
 		return
 	}
 	nsb := a.cols / 256
 	rb := m.rowBytes()
-	scl := make([]int16, 32*nsb)
-	q := make([]byte, 256*nsb)
-	sv := make([]int16, 128*nsb)
-	mins := make([]int16, 16*nsb)
-	dv := make([]float32, 2*nsb)
+	sc := kScratchPool.Get().(*kScratch)
+	defer kScratchPool.Put(sc)
+	sc.scl, sc.q, sc.sv = grow(sc.scl, 32*nsb), grow(sc.q, 256*nsb), grow(sc.sv, 128*nsb)
+	sc.mins, sc.dv = grow(sc.mins, 16*nsb), grow(sc.dv, 2*nsb)
+	scl, q, sv, mins, dv := sc.scl, sc.q, sc.sv, sc.mins, sc.dv
 	for r := r0; r < r1; r++ {
 		row := m.Data[r*rb : (r+1)*rb]
 		kScales(m.Type, row, scl)
@@ -105,23 +118,25 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 }
 
-// rowsKFused computes rows [r0,r1) for one token with q4kDot/q6kDot,
-// which unpack as they go.
+// rowsKFused computes rows [r0,r1) for every token of a, one token at a
+// time, with q4kRows/q6kRows, which unpack as they go and decode scales in
+// registers. The chunk's rows (≈32 KiB) stay in cache between tokens, so a
+// small batch streams its weights from memory once.
 func rowsKFused(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	nsb := a.cols / 256
 	rb := m.rowBytes()
-	var buf [32 * 64]int16 // rows up to 16384 columns without allocating
-	scl := buf[:]
-	if nsb > 64 {
-		scl = make([]int16, 32*nsb)
-	}
-	for r := r0; r < r1; r++ {
-		kScales(m.Type, m.Data[r*rb:(r+1)*rb], scl)
-		w, xq, xd, bs := &m.Data[r*rb], &a.qs[0], &a.d[0], &a.bsum[0]
+	w := &m.Data[r0*rb]
+	for t := 0; t < a.batch; t++ {
+		o := &out[t*m.Rows+r0]
+		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
 		if m.Type == gguf.Q4_K {
-			out[r] = q4kDot(w, &scl[0], xq, xd, bs, nsb)
+			q4kRows(o, w, rb, r1-r0, xq, xd, bs, nsb)
 		} else {
-			out[r] = q6kDot(w, &scl[0], xq, xd, bs, nsb)
+			q6kRows(o, w, rb, r1-r0, xq, xd, bs, nsb)
 		}
 	}
 }
+
+// kFusedMaxBatch is the largest batch rowsK computes token by token with
+// the fused kernels; larger batches unpack each row once (kDotU).
+const kFusedMaxBatch = 16

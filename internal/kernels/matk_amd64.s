@@ -2,19 +2,26 @@
 
 #include "textflag.h"
 
-// Dot products of Q4_K / Q6_K weight rows with one token's 256-value int8
-// activation blocks — dotKRef step for step.
-//
-// scl points at 32 int16 per super-block, prepared by kScales: [0:16) the
-// sub-block scales (Q4_K uses [0:8)), [16:32) the multipliers of the 16-value
-// activation sums bs for the integer term M (Q4_K: the min of the value's
-// sub-block; Q6_K: 32 × scale, the offset of the unsigned 6-bit values).
+// q4kRows / q6kRows: dot products of n consecutive Q4_K / Q6_K weight rows
+// with one token's 256-value int8 activation blocks — dotKRef step for
+// step — looping over the rows in assembly and decoding each super-block's
+// scales in registers.
 //
 // Per super-block the exact integer lanes A (eight int32, lane l = elements
 // 4l..4l+3 of each 32-value group, times the group's scale) are converted and
-// fused into the float accumulator with d×d_x; M = Σ mult[k]×bs[k] is fused
-// into a scalar accumulator with dmin×d_x (Q4_K) or d×d_x (Q6_K); the result
-// is hsum(acc) − accM.
+// fused into the float accumulator with d×d_x; M = Σ mult[k]×bs[k] over the
+// 16-value activation sums bs (Q4_K: mult is the min of the value's
+// sub-block; Q6_K: 32 × scale, the offset of the unsigned 6-bit values) is
+// fused into a scalar accumulator with dmin×d_x (Q4_K) or d×d_x (Q6_K); the
+// result is hsum(acc) − accM.
+//
+// Each super-block prefetches the weights about a kilobyte ahead (measured
+// to help the single-token stream from memory on the shared host, and
+// harmless in cache; prefetches never fault past the matrix's end).
+//
+// Frame: 0(SP) holds the super-block's 16 int16 sub-block scales (Q4_K:
+// scales 0..7 then mins 0..7; Q6_K: the 16 scales), read by the group
+// macros with VPBROADCASTW; Y13 holds the 16 multipliers of bs.
 
 #define HSUM8(Y, X, TX) \
 	VEXTRACTF128 $1, Y, TX \
@@ -24,10 +31,9 @@
 	VMOVSHDUP    X, TX     \
 	VADDSS       TX, X, X
 
-// MTERM leaves M = Σ_k mult[k]×bs[k] (exact int32) as float32 in X6.
-#define MTERM \
-	VMOVDQU      32(BX), Y6     \
-	VPMADDWD     (R9), Y6, Y6   \
+// MTERMR leaves M = Σ_k Y13[k]×bs[k] (exact int32) as float32 in X6.
+#define MTERMR \
+	VPMADDWD     (R9), Y13, Y6  \
 	VEXTRACTI128 $1, Y6, X7     \
 	VPADDD       X7, X6, X6     \
 	VPSHUFD      $0x4e, X6, X7  \
@@ -36,37 +42,73 @@
 	VPADDD       X7, X6, X6     \
 	VCVTDQ2PS    X6, X6
 
-// Q4_K group pair: 32 bytes of nibbles at OFF(SI) are groups 2c (low) and
-// 2c+1 (high); activations at XOFF(R8), scales at SOFF(BX), SOFF+2(BX).
 #define Q4KCHUNK(OFF, XOFF, SOFF) \
 	VMOVDQU      OFF(SI), Y0       \
 	VPSRLW       $4, Y0, Y1        \
 	VPAND        Y15, Y0, Y0       \
 	VPAND        Y15, Y1, Y1       \
 	VPMADDUBSW   XOFF(R8), Y0, Y0  \
-	VPBROADCASTW SOFF(BX), Y2      \
+	VPBROADCASTW SOFF(SP), Y2      \
 	VPMADDWD     Y2, Y0, Y0        \
 	VPADDD       Y0, Y8, Y8        \
 	VPMADDUBSW   XOFF+32(R8), Y1, Y1 \
-	VPBROADCASTW SOFF+2(BX), Y3    \
+	VPBROADCASTW SOFF+2(SP), Y3    \
 	VPMADDWD     Y3, Y1, Y1        \
 	VPADDD       Y1, Y8, Y8
 
-// func q4kDot(w *byte, scl *int16, xq *int8, xd *float32, bs *int16, nsb int) float32
-TEXT ·q4kDot(SB), NOSPLIT, $0-52
-	MOVQ         w+0(FP), SI
-	MOVQ         scl+8(FP), BX
-	MOVQ         xq+16(FP), R8
-	MOVQ         xd+24(FP), DX
-	MOVQ         bs+32(FP), R9
-	MOVQ         nsb+40(FP), CX
+// func q4kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+TEXT ·q4kRows(SB), NOSPLIT, $64-64
+	MOVQ         out+0(FP), DI
+	MOVQ         w+8(FP), R10
+	MOVQ         n+24(FP), R11
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
-	VXORPS       Y9, Y9, Y9
-	VXORPS       X10, X10, X10
 
-loop:
+row:
+	MOVQ   R10, SI
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VXORPS Y9, Y9, Y9
+	VXORPS X10, X10, X10
+
+sb:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	// Scales: a, m, c are the three little-endian words of the 12 bytes.
+	MOVL  4(SI), AX   // a
+	MOVL  8(SI), BX   // m
+	MOVL  12(SI), R12 // c
+	MOVL  AX, R13
+	ANDL  $0x3f3f3f3f, R13 // sc03
+	MOVL  BX, R14
+	ANDL  $0x3f3f3f3f, R14 // mn03
+	SHRL  $6, AX
+	ANDL  $0x03030303, AX
+	SHLL  $4, AX
+	MOVL  R12, R15
+	ANDL  $0x0f0f0f0f, R15
+	ORL   AX, R15 // sc47
+	SHRL  $6, BX
+	ANDL  $0x03030303, BX
+	SHLL  $4, BX
+	SHRL  $4, R12
+	ANDL  $0x0f0f0f0f, R12
+	ORL   BX, R12 // mn47
+	VMOVD R13, X0
+	VPINSRD $1, R15, X0, X0
+	VPINSRD $2, R14, X0, X0
+	VPINSRD $3, R12, X0, X0
+	VPMOVZXBW X0, Y0         // s0..s7, m0..m7
+	VMOVDQU   Y0, 0(SP)
+	VEXTRACTI128 $1, Y0, X1
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X3
+	VINSERTI128 $1, X3, Y2, Y13
+
 	VPXOR Y8, Y8, Y8
 	Q4KCHUNK(16, 0, 0)
 	Q4KCHUNK(48, 64, 4)
@@ -78,7 +120,7 @@ loop:
 	VCVTPH2PS    X5, Y5
 	VMULPS       Y4, Y5, Y5
 	VFMADD231PS  Y5, Y8, Y9
-	MTERM
+	MTERMR
 	VPBROADCASTW 2(SI), X7
 	VCVTPH2PS    X7, X7
 	VMULSS       X4, X7, X7
@@ -86,28 +128,28 @@ loop:
 	ADDQ         $144, SI
 	ADDQ         $256, R8
 	ADDQ         $4, DX
-	ADDQ         $64, BX
 	ADDQ         $32, R9
 	DECQ         CX
-	JNZ          loop
+	JNZ          sb
+
 	HSUM8(Y9, X9, X0)
-	VSUBSS       X10, X9, X9
-	MOVSS        X9, ret+48(FP)
+	VSUBSS X10, X9, X9
+	MOVSS  X9, (DI)
+	ADDQ   $4, DI
+	ADDQ   rowBytes+16(FP), R10
+	DECQ   R11
+	JNZ    row
 	VZEROUPPER
 	RET
 
-// Q6_K group: Q is the 6-bit values of 32 elements (unsigned), scales of
-// sub-blocks S and S+1 at 2S(BX), activations at XOFF(R8).
 #define Q6KGROUP(Q, XOFF, SOFF) \
 	VPMADDUBSW   XOFF(R8), Q, Q       \
-	VPBROADCASTW SOFF(BX), X2         \
-	VPBROADCASTW SOFF+2(BX), X3       \
+	VPBROADCASTW SOFF(SP), X2         \
+	VPBROADCASTW SOFF+2(SP), X3       \
 	VINSERTI128  $1, X3, Y2, Y2       \
 	VPMADDWD     Y2, Q, Q             \
 	VPADDD       Q, Y8, Y8
 
-// Q6_K half H: ql at LOFF(SI) (64 bytes), qh at HOFF(SI) (32 bytes), the
-// 128 elements at XOFF(R8), sub-block scales from SOFF(BX).
 #define Q6KHALF(LOFF, HOFF, XOFF, SOFF) \
 	VMOVDQU    LOFF(SI), Y0          \
 	VMOVDQU    LOFF+32(SI), Y1       \
@@ -134,24 +176,36 @@ loop:
 	VPOR       Y5, Y11, Y11          \
 	Q6KGROUP(Y11, XOFF+96, SOFF+12)
 
-// func q6kDot(w *byte, scl *int16, xq *int8, xd *float32, bs *int16, nsb int) float32
-TEXT ·q6kDot(SB), NOSPLIT, $0-52
-	MOVQ         w+0(FP), SI
-	MOVQ         scl+8(FP), BX
-	MOVQ         xq+16(FP), R8
-	MOVQ         xd+24(FP), DX
-	MOVQ         bs+32(FP), R9
-	MOVQ         nsb+40(FP), CX
+// func q6kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+TEXT ·q6kRows(SB), NOSPLIT, $64-64
+	MOVQ         out+0(FP), DI
+	MOVQ         w+8(FP), R10
+	MOVQ         n+24(FP), R11
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
 	MOVL         $0x30303030, AX
 	VMOVD        AX, X14
 	VPBROADCASTD X14, Y14
-	VXORPS       Y9, Y9, Y9
-	VXORPS       X10, X10, X10
 
-loop:
+row6:
+	MOVQ   R10, SI
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VXORPS Y9, Y9, Y9
+	VXORPS X10, X10, X10
+
+sb6:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	VPMOVSXBW 192(SI), Y0 // the 16 signed sub-block scales
+	VMOVDQU   Y0, 0(SP)
+	VPSLLW    $5, Y0, Y13 // 32 × scale, the offset multipliers
+
 	VPXOR Y8, Y8, Y8
 	Q6KHALF(0, 128, 0, 0)
 	Q6KHALF(64, 160, 128, 16)
@@ -161,17 +215,21 @@ loop:
 	VCVTPH2PS    X5, Y5
 	VMULPS       Y4, Y5, Y5
 	VFMADD231PS  Y5, Y8, Y9
-	MTERM
+	MTERMR
 	VFMADD231SS  X5, X6, X10
 	ADDQ         $210, SI
 	ADDQ         $256, R8
 	ADDQ         $4, DX
-	ADDQ         $64, BX
 	ADDQ         $32, R9
 	DECQ         CX
-	JNZ          loop
+	JNZ          sb6
+
 	HSUM8(Y9, X9, X0)
-	VSUBSS       X10, X9, X9
-	MOVSS        X9, ret+48(FP)
+	VSUBSS X10, X9, X9
+	MOVSS  X9, (DI)
+	ADDQ   $4, DI
+	ADDQ   rowBytes+16(FP), R10
+	DECQ   R11
+	JNZ    row6
 	VZEROUPPER
 	RET

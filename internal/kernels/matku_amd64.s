@@ -13,7 +13,7 @@
 // Batched K-quant path: a row is unpacked once (q4kUnpack/q6kUnpack write
 // the 256 unsigned values of each super-block in element order), then
 // kDotU meets it with each token. The integer lanes are the same exact
-// sums as in q4kDot/q6kDot and the float steps identical, so both paths
+// sums as in q4kRows/q6kRows and the float steps identical, so both paths
 // give the same bits.
 
 // func q4kUnpack(w *byte, nsb int, q *byte)

@@ -19,9 +19,29 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 	// chunk's weights to stay in cache while every token tile passes over it.
 	chunk := rowChunk(m, p.threads)
 	n := (m.Rows + chunk - 1) / chunk
-	p.Parallel(n, func(i int) {
-		kern(out, m, a, i*chunk, min(m.Rows, (i+1)*chunk))
-	})
+	if p.threads == 1 || n == 1 {
+		kern(out, m, a, 0, m.Rows)
+		return
+	}
+	p.mu.Lock()
+	p.mm = mmJob{out: out, m: m, a: a, kern: kern, chunk: chunk}
+	p.parallelLocked(n, p.mmFn)
+	p.mm = mmJob{}
+	p.mu.Unlock()
+}
+
+// mmJob is one MatMul's operands, kept in the pool so its work items need
+// no per-call closure.
+type mmJob struct {
+	out   []float32
+	m     *Matrix
+	a     *activation
+	kern  rowKernel
+	chunk int
+}
+
+func (j *mmJob) item(i int) {
+	j.kern(j.out, j.m, j.a, i*j.chunk, min(j.m.Rows, (i+1)*j.chunk))
 }
 
 // rowChunk picks the rows per work item: about 32 KiB of weights, at least

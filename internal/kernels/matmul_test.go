@@ -27,8 +27,8 @@ func TestMatMulFastEqualsReferenceBitForBit(t *testing.T) {
 	defer p.Close()
 	for _, typ := range allTypes {
 		for _, cols := range colsFor(typ) {
-			for _, rows := range []int{1, 3, 17} {
-				for _, batch := range []int{1, 3, 4, 9, 13} {
+			for _, rows := range []int{1, 3, 17, 40} {
+				for _, batch := range []int{1, 3, 4, 9, 13, 17} {
 					m := randMatrix(t, r, typ, rows, cols)
 					x := randVec(r, batch*cols, 1)
 					got := make([]float32, batch*rows)

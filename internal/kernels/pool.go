@@ -24,33 +24,53 @@ type Pool struct {
 	threads int
 	mu      sync.Mutex // one job at a time
 
-	seq    atomic.Uint64       // jobs published so far
-	cur    atomic.Pointer[job] // the latest job
-	parked []atomic.Bool       // worker i is (about to be) blocked on wake[i]
-	wake   []chan struct{}     // capacity 1: a pending wake-up
+	seq    atomic.Uint64   // jobs published so far
+	parked []atomic.Bool   // worker i is (about to be) blocked on wake[i]
+	wake   []chan struct{} // capacity 1: a pending wake-up
 	closed atomic.Bool
+
+	// The current job, reused for every call so a call allocates nothing.
+	// claim is gen<<32 | next item and size is gen<<32 | n: a worker claims
+	// an item by a compare-and-swap on claim that carries the generation,
+	// so a worker that is late for one job can never take (or count) an
+	// item of the next. fn is written before the generation is published
+	// and read only after a successful claim, and is not rewritten until
+	// every claimed item is done.
+	claim atomic.Uint64
+	size  atomic.Uint64
+	done  atomic.Int64
+	gen   uint64 // under mu
+	fn    func(i int)
+
+	// mm holds the operands of the MatMul in flight, so its work items run
+	// through one method value (mmFn) bound at NewPool instead of a fresh
+	// closure per call.
+	mm   mmJob
+	mmFn func(i int)
+	qa   qaJob
+	qaFn func(i int)
 }
 
 // spinFor is how long an idle worker polls for work before parking.
 const spinFor = 200 * time.Microsecond
 
-// job is one Parallel call: fn(i) for i in [0,n), items claimed through
-// next and counted in done when finished.
-type job struct {
-	n    int64
-	next atomic.Int64
-	done atomic.Int64
-	fn   func(i int)
-}
+// maxItems bounds n in one job (the claim word keeps the item index in its
+// low 32 bits); Parallel splits larger n into several jobs.
+const maxItems = 1 << 30
 
-func (j *job) run() {
+// runItems claims and runs items of the current job until none are left.
+func (p *Pool) runItems() {
 	for {
-		i := j.next.Add(1) - 1
-		if i >= j.n {
+		c := p.claim.Load()
+		sz := p.size.Load()
+		if c>>32 != sz>>32 || c&0xffffffff >= sz&0xffffffff {
 			return
 		}
-		j.fn(int(i))
-		j.done.Add(1)
+		if !p.claim.CompareAndSwap(c, c+1) {
+			continue
+		}
+		p.fn(int(c & 0xffffffff))
+		p.done.Add(1)
 	}
 }
 
@@ -61,6 +81,8 @@ func NewPool(threads int) *Pool {
 		threads = runtime.NumCPU()
 	}
 	p := &Pool{threads: threads}
+	p.mmFn = p.mm.item
+	p.qaFn = p.qa.item
 	p.parked = make([]atomic.Bool, threads-1)
 	p.wake = make([]chan struct{}, threads-1)
 	for i := range p.wake {
@@ -101,8 +123,29 @@ func (p *Pool) Parallel(n int, fn func(i int)) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	j := &job{n: int64(n), fn: fn}
-	p.cur.Store(j)
+	p.parallelLocked(n, fn)
+}
+
+// parallelLocked is Parallel with p.mu held and threads > 1.
+func (p *Pool) parallelLocked(n int, fn func(i int)) {
+	for base := 0; base < n; base += maxItems {
+		k := min(n-base, maxItems)
+		if base == 0 && k == n {
+			p.publish(k, fn)
+		} else {
+			p.publish(k, func(i int) { fn(base + i) })
+		}
+	}
+}
+
+// publish runs one job of n ≤ maxItems items and waits for it.
+func (p *Pool) publish(n int, fn func(i int)) {
+	p.gen++
+	g := p.gen << 32
+	p.fn = fn
+	p.done.Store(0)
+	p.size.Store(g | uint64(n))
+	p.claim.Store(g)
 	p.seq.Add(1)
 	// A worker sets parked before its last look at seq, and this looks at
 	// parked after publishing seq, so a parked worker is always woken.
@@ -114,12 +157,13 @@ func (p *Pool) Parallel(n int, fn func(i int)) {
 			}
 		}
 	}
-	j.run()
-	for spins := 0; j.done.Load() < j.n; spins++ {
+	p.runItems()
+	for spins := 0; p.done.Load() < int64(n); spins++ {
 		if spins&63 == 63 {
 			runtime.Gosched()
 		}
 	}
+	p.fn = nil
 }
 
 func (p *Pool) worker(id int) {
@@ -131,7 +175,7 @@ func (p *Pool) worker(id int) {
 		}
 		// The latest job; an older one a slow worker missed has already
 		// been finished by others.
-		p.cur.Load().run()
+		p.runItems()
 	}
 }
 

@@ -31,6 +31,15 @@ func bf16Dot4(w *byte, x *float32, n, xstride int, out *float32)
 //go:noescape
 func bf16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
 
+//go:noescape
+func f16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+
+//go:noescape
+func f32Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+
+//go:noescape
+func bf16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+
 // The kernels are called directly (not through function values) so that
 // escape analysis keeps the result arrays on the stack.
 
@@ -55,6 +64,17 @@ func fTile4(t gguf.Type, w *byte, x *float32, n, xstride int, out *float32) {
 	}
 }
 
+func fTile4x1(t gguf.Type, w *byte, wstride int, x *float32, n int, out *float32) {
+	switch t {
+	case gguf.F16:
+		f16Dot4x1(w, wstride, x, n, out)
+	case gguf.BF16:
+		bf16Dot4x1(w, wstride, x, n, out)
+	default:
+		f32Dot4x1(w, wstride, x, n, out)
+	}
+}
+
 func fTile2x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out *float32) {
 	switch t {
 	case gguf.F16:
@@ -67,9 +87,10 @@ func fTile2x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out
 }
 
 // rowsFloat covers rows [r0,r1) × all tokens of F16/BF16/F32 weights with
-// the largest tiles that fit — 2 rows × 4 tokens, 1 × 4, 1 × 1 — all doing
-// the same per-(row, token) operations. (Single tokens go row by row: a
-// four-row decode kernel measured slower, as did one for Q8_0.)
+// the largest tiles that fit — 2 rows × 4 tokens, 1 × 4, then for the
+// remaining tokens 4 rows × 1 and 1 × 1 — all doing the same per-(row,
+// token) operations. (The 4 × 1 tile gives decode four independent FMA
+// chains; with one chain a row F16 decode was bound by FMA latency.)
 // Columns past the last multiple of eight are finished as in dotFloatRef.
 func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	n8 := a.cols &^ 7
@@ -105,7 +126,14 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	for ; b < a.batch; b++ {
 		x := &a.x[b*a.cols]
-		for r := r0; r < r1; r++ {
+		r := r0
+		for ; r+4 <= r1 && n8 > 0; r += 4 {
+			fTile4x1(m.Type, &m.Data[r*rb], rb, x, n8, &res[0])
+			for k := 0; k < 4; k++ {
+				put(r+k, b, res[k])
+			}
+		}
+		for ; r < r1; r++ {
 			put(r, b, fTile1(m.Type, &m.Data[r*rb], x, n8))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 )
@@ -69,6 +70,8 @@ func (c *client) firstModel(ctx context.Context) (string, error) {
 // result is one request's measurements.
 type result struct {
 	err          error
+	transport    bool // err is the connection's, not an answer from the server
+	retries      int  // resends after a reused connection closed before any response byte
 	start        time.Time
 	ttft         time.Duration
 	itl          []time.Duration // gaps between content chunks
@@ -104,9 +107,27 @@ func (c *client) complete(ctx context.Context, cfg Config, model, prompt string)
 	}
 	body, _ := json.Marshal(req)
 	r := result{start: time.Now()}
-	resp, err := c.post(ctx, c.root+"/v1/completions", body)
-	if err != nil {
-		r.err = err
+	var resp *http.Response
+	for {
+		var reused, answered bool
+		trace := &httptrace.ClientTrace{
+			GotConn:              func(i httptrace.GotConnInfo) { reused = i.Reused },
+			GotFirstResponseByte: func() { answered = true },
+		}
+		var err error
+		resp, err = c.post(httptrace.WithClientTrace(ctx, trace), c.root+"/v1/completions", body)
+		if err == nil {
+			break
+		}
+		// A keep-alive connection the server closed while it sat idle in
+		// our pool fails before the server has said anything: the server
+		// never took the request, so sending it again on a fresh
+		// connection is safe and is what a healthy exchange looks like.
+		if reused && !answered && ctx.Err() == nil && r.retries < maxRetries {
+			r.retries++
+			continue
+		}
+		r.err, r.transport = err, true
 		return r
 	}
 	defer resp.Body.Close()
@@ -118,6 +139,8 @@ func (c *client) complete(ctx context.Context, cfg Config, model, prompt string)
 		var out completionBody
 		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 			r.err = fmt.Errorf("decoding response: %w", err)
+			var se *json.SyntaxError
+			r.transport = !errors.As(err, &se)
 			return r
 		}
 		r.latency = time.Since(r.start)
@@ -127,14 +150,19 @@ func (c *client) complete(ctx context.Context, cfg Config, model, prompt string)
 		}
 		return r
 	}
-	r.err = c.readStream(resp.Body, &r)
+	r.err, r.transport = c.readStream(resp.Body, &r)
 	r.latency = time.Since(r.start)
 	return r
 }
 
+// maxRetries bounds the resends of one request after reused connections
+// closed under it.
+const maxRetries = 3
+
 // readStream reads SSE events until [DONE]; an error event or a stream
-// that ends without [DONE] is a failure.
-func (c *client) readStream(body io.Reader, r *result) error {
+// that ends without [DONE] is a failure of the server, an error reading
+// the connection one of transport (transport is true).
+func (c *client) readStream(body io.Reader, r *result) (err error, transport bool) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var last time.Time
@@ -149,15 +177,15 @@ func (c *client) readStream(body io.Reader, r *result) error {
 			if r.outputTokens == 0 {
 				r.outputTokens = chunks
 			}
-			return nil
+			return nil, false
 		}
 		now := time.Now()
 		var ev completionBody
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			return fmt.Errorf("bad stream event: %w", err)
+			return fmt.Errorf("bad stream event: %w", err), false
 		}
 		if ev.Error != nil {
-			return fmt.Errorf("error event: %s", ev.Error.Message)
+			return fmt.Errorf("error event: %s", ev.Error.Message), false
 		}
 		if ev.Usage != nil && ev.Usage.CompletionTokens > 0 {
 			r.promptTokens, r.outputTokens = ev.Usage.PromptTokens, ev.Usage.CompletionTokens
@@ -174,9 +202,9 @@ func (c *client) readStream(body io.Reader, r *result) error {
 		last = now
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading stream: %w", err)
+		return fmt.Errorf("reading stream: %w", err), true
 	}
-	return errors.New("stream ended without [DONE]")
+	return errors.New("stream ended without [DONE]"), false
 }
 
 // errorMessage extracts an OpenAI error message, or the start of the body.

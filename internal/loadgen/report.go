@@ -29,6 +29,9 @@ type Report struct {
 	Requests           int            `json:"requests"`
 	Completed          int            `json:"completed"`
 	Failed             int            `json:"failed"`
+	ServerFailures     int            `json:"failed_server"`    // HTTP errors, error events, truncated streams
+	TransportFailures  int            `json:"failed_transport"` // connection refused, reset, timed out
+	Retries            int            `json:"retries"`          // resends after a reused connection closed unanswered
 	Errors             map[string]int `json:"errors,omitempty"` // message → count
 	DurationSeconds    float64        `json:"duration_s"`
 	RequestsPerSecond  float64        `json:"requests_per_s"`
@@ -53,8 +56,14 @@ func summarize(cfg Config, model string, calibrated bool, results []result, elap
 		OutputLen: cfg.OutputLen, PromptsCalibrated: calibrated, Requests: cfg.Requests, DurationSeconds: elapsed.Seconds()}
 	var ttft, itl, e2e []time.Duration
 	for _, res := range results {
+		r.Retries += res.retries
 		if res.err != nil {
 			r.Failed++
+			if res.transport {
+				r.TransportFailures++
+			} else {
+				r.ServerFailures++
+			}
 			if r.Errors == nil {
 				r.Errors = map[string]int{}
 			}
@@ -124,7 +133,8 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "%-34s %d in / %d out (%s)\n", "Tokens per request (target):", r.InputLen, r.OutputLen, calib)
 	fmt.Fprintf(&b, "%-34s %d of %d\n", "Successful requests:", r.Completed, r.Requests)
-	fmt.Fprintf(&b, "%-34s %d\n", "Failed requests:", r.Failed)
+	fmt.Fprintf(&b, "%-34s %d (server %d, transport %d)\n", "Failed requests:", r.Failed, r.ServerFailures, r.TransportFailures)
+	fmt.Fprintf(&b, "%-34s %d\n", "Resent after idle-connection close:", r.Retries)
 	fmt.Fprintf(&b, "%-34s %.2f\n", "Benchmark duration (s):", r.DurationSeconds)
 	fmt.Fprintf(&b, "%-34s %d\n", "Total input tokens:", r.InputTokens)
 	fmt.Fprintf(&b, "%-34s %d\n", "Total generated tokens:", r.OutputTokens)

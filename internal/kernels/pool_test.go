@@ -1,0 +1,55 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+)
+
+// TestMatMulAllocatesNothing guards the decode path's allocation budget:
+// a warmed-up MatMul (one token and a batch) and a Parallel with a bound
+// function make no heap allocation on a multi-threaded pool.
+func TestMatMulAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race (sync.Pool drops items at random)")
+	}
+	p := NewPool(2)
+	defer p.Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.F32} {
+		m := randMatrix(t, r, typ, 256, 512)
+		for _, batch := range []int{1, 4} {
+			x := randVec(r, batch*512, 1)
+			out := make([]float32, batch*256)
+			p.MatMul(out, m, x, batch) // warm the recycled buffers
+			if n := testing.AllocsPerRun(50, func() { p.MatMul(out, m, x, batch) }); n > 0.1 {
+				t.Errorf("%s batch %d: %.2f allocations per MatMul, want 0", typ, batch, n)
+			}
+		}
+	}
+	var sum atomic.Int64
+	fn := func(i int) { sum.Add(int64(i)) }
+	if n := testing.AllocsPerRun(50, func() { p.Parallel(64, fn) }); n > 0 {
+		t.Errorf("%.2f allocations per Parallel, want 0", n)
+	}
+}
+
+// TestPoolBackToBackJobsNeverMix runs many short jobs in a row, each with
+// its own counters: every item of every job must run exactly once, and a
+// worker late for one job must never run (or count) an item of the next.
+func TestPoolBackToBackJobsNeverMix(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	for k := 0; k < 3000; k++ {
+		n := 1 + k%7
+		hits := make([]atomic.Int32, n)
+		p.Parallel(n, func(i int) { hits[i].Add(1) })
+		for i := range hits {
+			if h := hits[i].Load(); h != 1 {
+				t.Fatalf("job %d item %d ran %d times", k, i, h)
+			}
+		}
+	}
+}

@@ -1,0 +1,11 @@
+package kernels
+
+// Variants names the row kernels MatMul uses per weight type on this CPU,
+// for benchmark reports ("which kernel ran").
+func Variants() string {
+	if impl.name == refKernels.name {
+		return "pure-Go reference kernels"
+	}
+	return "Q4_K/Q6_K: q4kRows/q6kRows ≤16 tokens, unpacked kDotU above; " +
+		"Q8_0/Q4_0: q8 asm tiles; F16/BF16/F32: 4x1 decode, 2x4 prefill tiles"
+}
