@@ -11,7 +11,7 @@ import (
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req chatRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readBody(w, r, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
@@ -34,15 +34,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	// The template writes the special tokens (BOS included) itself; the
 	// messages' contents stay text (special.go).
-	prompt, e := s.encodeChat(msgs, chat.Options{AddGenerationPrompt: true,
-		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS())}, s.parseSpecial(info.tenant))
-	if e != nil {
-		s.refuse(w, info.tenant.ID, e)
-		return
+	tokenize := func() ([]int32, *apiError) {
+		return s.encodeChat(msgs, chat.Options{AddGenerationPrompt: true,
+			BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS())}, s.parseSpecial(info.tenant))
 	}
 	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
 		logprobs: p.logprobs}
-	s.serveGeneration(w, r, prompt, p, "messages", sh)
+	s.serveGeneration(w, r, tokenize, p, "messages", sh)
 }
 
 // chatShape renders /v1/chat/completions bodies.

@@ -8,7 +8,7 @@ import (
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req completionRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readBody(w, r, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
@@ -17,19 +17,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	prompt, e := s.promptTokens(req.Prompt, s.parseSpecial(info.tenant))
-	if e != nil {
-		s.refuse(w, info.tenant.ID, e)
-		return
-	}
+	tokenize := func() ([]int32, *apiError) { return s.promptTokens(req.Prompt, s.parseSpecial(info.tenant)) }
 	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID, logprobs: p.logprobs}
-	s.serveGeneration(w, r, prompt, p, "prompt", sh)
+	s.serveGeneration(w, r, tokenize, p, "prompt", sh)
 }
 
 // promptTokens tokenizes a text prompt, or range-checks a token-id prompt.
 func (s *Server) promptTokens(pf promptField, parseSpecial bool) ([]int32, *apiError) {
 	if !pf.isIDs {
-		return s.tok.Encode(pf.text, true, parseSpecial), nil
+		return s.boundText("prompt", pf.text, true, parseSpecial)
 	}
 	vs, ok := s.tok.(vocabSizer)
 	if !ok {

@@ -52,6 +52,11 @@ func (s *Server) encodeChat(msgs []chat.Message, opts chat.Options, parse bool) 
 	if err != nil {
 		return nil, invalid("messages", "invalid_value", "%v", err)
 	}
+	if lp := s.maxPieceBytes(); lp > 0 && s.eng != nil {
+		if lower, limit := len(text)/lp, s.eng.MaxContext()-1; lower > limit {
+			return nil, s.atLeast("messages", lower)
+		}
+	}
 	if parse {
 		return s.tok.Encode(text, false, true), nil
 	}
