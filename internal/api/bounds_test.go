@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/api/apitest"
+	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 )
 
 func TestDeclaredBodyOverTheLimitIs413AtOnce(t *testing.T) {
@@ -157,4 +159,52 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return w, nil
+}
+
+// countingTokenizer records how many bytes it was asked to tokenize.
+type countingTokenizer struct {
+	apitest.ByteTokenizer
+	bytes *atomic.Int64
+}
+
+func (c countingTokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+	c.bytes.Add(int64(len(text)))
+	return c.ByteTokenizer.Encode(text, addSpecial, parseSpecial)
+}
+
+func TestTenantLimitsComeBeforeTokenizing(t *testing.T) {
+	reg, err := tenant.Parse([]byte(`
+[[tenant]]
+id = "one-at-a-time"
+api_key_sha256 = ["` + tenant.HashKey("sk-1") + `"]
+max_concurrent = 1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := apitest.NewFakeEngine()
+	eng.Block.Store(true)
+	var tokenized atomic.Int64
+	env := newTestEnvWith(t, eng, countingTokenizer{apitest.ByteTokenizer{Template: testTemplate}, &tokenized}, reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // runs before the server's Close
+	hold, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.http.URL+"/v1/completions",
+		strings.NewReader(`{"model":"`+testModel+`","prompt":"hold","max_tokens":50,"stream":true}`))
+	hold.Header.Set("Authorization", "Bearer sk-1")
+	go func() {
+		if resp, err := http.DefaultClient.Do(hold); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-eng.Started
+	before := tokenized.Load()
+	long := strings.Repeat("x", 40<<10)
+	code, _, body := env.post(t, "/v1/completions", "sk-1", `{"model":"`+testModel+`","prompt":"`+long+`","max_tokens":1}`)
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("second concurrent request: %d %.200s, want 429", code, body)
+	}
+	if got := tokenized.Load() - before; got != 0 {
+		t.Errorf("a request refused by the concurrency limit was tokenized first (%d bytes)", got)
+	}
 }
