@@ -199,7 +199,7 @@ max_concurrent = 1
 	}()
 	<-eng.Started
 	before := tokenized.Load()
-	long := strings.Repeat("x", 40<<10)
+	long := strings.Repeat("x", 200) // short enough that only tokenizing could refuse it
 	code, _, body := env.post(t, "/v1/completions", "sk-1", `{"model":"`+testModel+`","prompt":"`+long+`","max_tokens":1}`)
 	if code != http.StatusTooManyRequests {
 		t.Fatalf("second concurrent request: %d %.200s, want 429", code, body)
