@@ -3,8 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -127,25 +127,40 @@ func (s *Server) maxPieceBytes() int {
 }
 
 // atLeast is the 400 for a prompt known to have at least n tokens.
-func (s *Server) atLeast(param string, n int) *apiError {
+func (s *Server) atLeast(param string, n, limit int) *apiError {
 	maxCtx := s.eng.MaxContext()
-	cle := &engine.ContextLengthError{PromptTokens: n, Limit: maxCtx - 1, MaxContext: maxCtx}
+	if limit != maxCtx-1 {
+		e := invalid(param, codeContextLength, "text has at least %d tokens; /tokenize counts at most %d (max context %d)", n, limit, maxCtx)
+		e.reason = codeContextLength
+		return e
+	}
+	cle := &engine.ContextLengthError{PromptTokens: n, Limit: limit, MaxContext: maxCtx}
 	e := invalid(param, codeContextLength, "%s", strings.Replace(cle.Error(), "prompt has ", "prompt has at least ", 1))
 	e.reason = codeContextLength
 	return e
 }
 
+// exactBelow is the text size up to which prompts are always tokenized
+// whole, so that an ordinary oversized prompt's 400 gives its exact count.
+const exactBelow = 64 << 10
+
+// tokenizeLimit is how many tokens /tokenize counts: more than the context,
+// since clients (the audit among them) measure texts they will trim.
+func (s *Server) tokenizeLimit() int { return max(4*s.eng.MaxContext(), 1<<16) }
+
 // boundText refuses text whose token count certainly exceeds the context,
 // from its length alone or by counting chunk by chunk; it tokenizes the
 // whole text only when it may fit.
-func (s *Server) boundText(param, text string, addSpecial, parseSpecial bool) ([]int32, *apiError) {
-	limit := s.eng.MaxContext() - 1
+func (s *Server) boundText(param, text string, limit int, addSpecial, parseSpecial bool) ([]int32, *apiError) {
+	if len(text) <= exactBelow {
+		return s.tok.Encode(text, addSpecial, parseSpecial), nil
+	}
 	if lp := s.maxPieceBytes(); lp > 0 {
 		if lower := len(text) / lp; lower > limit {
-			return nil, s.atLeast(param, lower)
+			return nil, s.atLeast(param, lower, limit)
 		}
 	}
-	if len(text) > 2*countChunk {
+	{
 		counted, cuts := 0, 0
 		for rest := text; rest != ""; cuts++ {
 			n := min(len(rest), countChunk)
@@ -159,7 +174,7 @@ func (s *Server) boundText(param, text string, addSpecial, parseSpecial bool) ([
 			// Each cut can split at most a couple of tokens that the whole
 			// text would merge, so this stays a lower bound.
 			if lower := counted - 2*cuts; lower > limit {
-				return nil, s.atLeast(param, lower)
+				return nil, s.atLeast(param, lower, limit)
 			}
 		}
 	}

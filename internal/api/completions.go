@@ -25,7 +25,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 // promptTokens tokenizes a text prompt, or range-checks a token-id prompt.
 func (s *Server) promptTokens(pf promptField, parseSpecial bool) ([]int32, *apiError) {
 	if !pf.isIDs {
-		return s.boundText("prompt", pf.text, true, parseSpecial)
+		return s.boundText("prompt", pf.text, s.eng.MaxContext()-1, true, parseSpecial)
 	}
 	vs, ok := s.tok.(vocabSizer)
 	if !ok {

@@ -73,7 +73,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
-	ids, e := s.boundText("prompt", text, addSpecial, s.parseSpecial(info.tenant))
+	ids, e := s.boundText("prompt", text, s.tokenizeLimit(), addSpecial, s.parseSpecial(info.tenant))
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return

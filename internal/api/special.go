@@ -52,9 +52,9 @@ func (s *Server) encodeChat(msgs []chat.Message, opts chat.Options, parse bool) 
 	if err != nil {
 		return nil, invalid("messages", "invalid_value", "%v", err)
 	}
-	if lp := s.maxPieceBytes(); lp > 0 && s.eng != nil {
+	if lp := s.maxPieceBytes(); lp > 0 && s.eng != nil && len(text) > exactBelow {
 		if lower, limit := len(text)/lp, s.eng.MaxContext()-1; lower > limit {
-			return nil, s.atLeast("messages", lower)
+			return nil, s.atLeast("messages", lower, limit)
 		}
 	}
 	if parse {
