@@ -32,9 +32,13 @@ func (s *Server) promptTokens(pf promptField, parseSpecial bool) ([]int32, *apiE
 		return nil, invalid("prompt", "unsupported_value", "prompts given as token ids are not supported by this model's tokenizer; send text")
 	}
 	n := vs.VocabSize()
+	cc, _ := s.tok.(controlChecker)
 	for i, id := range pf.tokens {
 		if id < 0 || int(id) >= n {
 			return nil, invalid("prompt", "invalid_value", "prompt token %d at position %d is outside the vocabulary [0, %d)", id, i, n)
+		}
+		if cc != nil && !parseSpecial && cc.IsControl(id) && !(i == 0 && id == s.tok.BOS()) {
+			return nil, invalid("prompt", "invalid_value", "prompt token %d at position %d is a control token; only a leading BOS is accepted unless special tokens are allowed for this tenant", id, i)
 		}
 	}
 	return pf.tokens, nil

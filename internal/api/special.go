@@ -25,6 +25,9 @@ type segmentEncoder interface {
 	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
 }
 
+// controlChecker is implemented by tokenizers that know their control tokens.
+type controlChecker interface{ IsControl(id int32) bool }
+
 // parseSpecial reports whether a tenant's text may carry control tokens.
 func (s *Server) parseSpecial(t *tenant.Tenant) bool {
 	return s.cfg.ParseSpecial || (t != nil && t.ParseSpecial)
