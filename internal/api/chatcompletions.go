@@ -29,17 +29,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The template writes the special tokens (BOS included) itself; the
-	// tenant's text stays text (special.go).
-	prompt, e := s.encodeChat(conv, s.parseSpecial(info.tenant))
-	if e != nil {
-		s.refuse(w, info.tenant.ID, e)
-		return
-	}
+	// tenant's text stays text (special.go). Tokenized only after the
+	// tenant's limits admit the request (bounds.go).
+	tokenize := func() ([]int32, *apiError) { return s.encodeChat(conv, s.parseSpecial(info.tenant)) }
 	p.defaultMax = s.cfg.DefaultMaxTokens // 0: the rest of the context, as OpenAI and vLLM
 	info.logUser(req.User, req.SafetyID)
 	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
 		logprobs: p.logprobs, nullUsage: p.includeUsage}
-	s.serveGeneration(w, r, prompt, p, "messages", sh)
+	s.serveGeneration(w, r, tokenize, p, "messages", sh)
 }
 
 // renderChat renders a chat request's conversation with the model's

@@ -21,38 +21,42 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	prompt, e := s.promptTokens(req.Prompt, s.parseSpecial(info.tenant))
-	if e != nil {
-		s.refuse(w, info.tenant.ID, e)
-		return
-	}
 	// OpenAI's default for completions is 16 tokens.
 	p.defaultMax = cmp.Or(s.cfg.DefaultMaxTokens, 16)
 	info.logUser(req.User, req.SafetyID)
 	sh := &completionShape{s: s, id: "cmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
 		logprobs: p.logprobs, nullUsage: p.includeUsage}
-	if req.Echo {
-		sh.echo = req.Prompt.text
-		if req.Prompt.isIDs {
-			sh.echo = s.tok.Decode(prompt)
+	// Tokenized only after the tenant's limits admit the request (bounds.go).
+	tokenize := func() ([]int32, *apiError) {
+		prompt, e := s.promptTokens(req.Prompt, s.parseSpecial(info.tenant))
+		if e == nil && req.Echo {
+			sh.echo = req.Prompt.text
+			if req.Prompt.isIDs {
+				sh.echo = s.tok.Decode(prompt)
+			}
 		}
+		return prompt, e
 	}
-	s.serveGeneration(w, r, prompt, p, "prompt", sh)
+	s.serveGeneration(w, r, tokenize, p, "prompt", sh)
 }
 
 // promptTokens tokenizes a text prompt, or range-checks a token-id prompt.
 func (s *Server) promptTokens(pf promptField, parseSpecial bool) ([]int32, *apiError) {
 	if !pf.isIDs {
-		return s.tok.Encode(pf.text, true, parseSpecial), nil
+		return s.boundText("prompt", pf.text, s.eng.MaxContext()-1, true, parseSpecial)
 	}
 	vs, ok := s.tok.(vocabSizer)
 	if !ok {
 		return nil, invalid("prompt", "unsupported_value", "prompts given as token ids are not supported by this model's tokenizer; send text")
 	}
 	n := vs.VocabSize()
+	cc, _ := s.tok.(controlChecker)
 	for i, id := range pf.tokens {
 		if id < 0 || int(id) >= n {
 			return nil, invalid("prompt", "invalid_value", "prompt token %d at position %d is outside the vocabulary [0, %d)", id, i, n)
+		}
+		if cc != nil && !parseSpecial && cc.IsControl(id) && !(i == 0 && id == s.tok.BOS()) {
+			return nil, invalid("prompt", "invalid_value", "prompt token %d at position %d is a control token; only a leading BOS is accepted unless special tokens are allowed for this tenant", id, i)
 		}
 	}
 	return pf.tokens, nil

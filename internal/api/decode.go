@@ -5,28 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 )
 
-// readBody reads a JSON request body of at most limit bytes and decodes it
-// into v. Unknown fields are ignored, as OpenAI does; a field of the wrong
-// type, bad JSON or invalid UTF-8 is a 400 naming the problem.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
-				Message: fmt.Sprintf("request body is larger than the limit of %d bytes", limit), reason: "too_large"}
-		}
-		return invalid("", "invalid_body", "reading request body: %v", err)
-	}
-	return decodeJSON(data, v)
-}
-
+// decodeJSON decodes a request body into v; a field of the wrong type, bad
+// JSON or invalid UTF-8 is a 400 naming the problem.
 func decodeJSON(data []byte, v any) *apiError {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return invalid("", "invalid_json", "request body is empty; expected a JSON object")

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -158,12 +157,14 @@ func checkFields(body []byte, table map[string]fieldRule, lenient bool) ([]strin
 
 // readRequest reads a body, decodes it into v and applies table.
 func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, table map[string]fieldRule, v any) *apiError {
-	cb := &captureBody{ReadCloser: r.Body}
-	r.Body = cb
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, v); e != nil {
+	data, e := s.readBodyData(w, r)
+	if e != nil {
 		return e
 	}
-	ignored, e := checkFields(cb.buf.Bytes(), table, s.cfg.Lenient)
+	if e := decodeJSON(data, v); e != nil {
+		return e
+	}
+	ignored, e := checkFields(data, table, s.cfg.Lenient)
 	if e != nil {
 		return e
 	}
@@ -172,17 +173,4 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, table map[s
 		w.Header().Set(ignoredFieldsHeader, strings.Join(ignored, ","))
 	}
 	return nil
-}
-
-// captureBody keeps a copy of what readBody read, so the field check sees
-// exactly the bytes the typed decode saw (and readBody's limit applies).
-type captureBody struct {
-	io.ReadCloser
-	buf bytes.Buffer
-}
-
-func (c *captureBody) Read(p []byte) (int, error) {
-	n, err := c.ReadCloser.Read(p)
-	c.buf.Write(p[:n])
-	return n, err
 }

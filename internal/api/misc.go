@@ -68,7 +68,7 @@ type tokenizeRequest struct {
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req tokenizeRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readBody(w, r, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
@@ -87,7 +87,11 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
-	ids := s.tok.Encode(text, addSpecial, s.parseSpecial(info.tenant))
+	ids, e := s.boundText("prompt", text, s.tokenizeLimit(), addSpecial, s.parseSpecial(info.tenant))
+	if e != nil {
+		s.refuse(w, info.tenant.ID, e)
+		return
+	}
 	if ids == nil {
 		ids = []int32{}
 	}
@@ -102,7 +106,7 @@ type detokenizeRequest struct {
 func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
 	var req detokenizeRequest
-	if e := readBody(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+	if e := s.readBody(w, r, &req); e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}

@@ -32,6 +32,15 @@ type requestInfo struct {
 	tenant           *tenant.Tenant
 	promptTokens     int
 	completionTokens int
+	releaseBody      func() // bounds.go: returns the body budget
+}
+
+// doneWithBody returns the request's share of the body budget, once.
+func (i *requestInfo) doneWithBody() {
+	if i.releaseBody != nil {
+		i.releaseBody()
+		i.releaseBody = nil
+	}
 }
 
 func (i *requestInfo) tenantID() string {

@@ -23,7 +23,7 @@ type shape interface {
 // serveGeneration runs an admitted-or-refused generation and writes the
 // response: one JSON body, or an SSE stream ending in [DONE] on success and
 // in an error event otherwise.
-func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, prompt []int32, p genParams, param string, sh shape) {
+func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, tokenize func() ([]int32, *apiError), p genParams, param string, sh shape) {
 	info := infoFrom(r.Context())
 	t := info.tenant
 	if !s.enter() {
@@ -43,7 +43,15 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, prompt 
 	}
 	defer lease.Release()
 
+	// Limits first, then tokenizing (DESIGN I11, bounds.go).
+	prompt, perr := tokenize()
+	if perr != nil {
+		info.doneWithBody()
+		s.refuse(w, t.ID, perr)
+		return
+	}
 	a, aerr := s.admit(r, info, prompt, &p, param)
+	info.doneWithBody()
 	if aerr != nil {
 		s.refuse(w, t.ID, aerr)
 		return

@@ -39,6 +39,9 @@ type Config struct {
 	// ParseSpecial lets every tenant's text carry control tokens, as
 	// llama-server does (default: user text is text; special.go).
 	ParseSpecial bool
+	// BodyBudget bounds the request-body bytes being read and decoded at
+	// once across all requests (default 16 MiB; bounds.go).
+	BodyBudget int64
 }
 
 // Validate checks the configuration, naming the field at fault.
@@ -63,6 +66,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 30 * time.Second
+	}
+	if c.BodyBudget == 0 {
+		c.BodyBudget = 16 << 20
 	}
 	if c.AbortGrace == 0 {
 		c.AbortGrace = 5 * time.Second
@@ -93,6 +99,10 @@ type Server struct {
 	inflight  int
 	idle      chan struct{}
 	closeIdle sync.Once
+
+	bodies    *bodyGate // bounds.go
+	pieceOnce sync.Once
+	pieceMax  int
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -115,6 +125,7 @@ func NewServer(cfg Config, eng Engine, tok Tokenizer, tenants *tenant.Registry, 
 	}
 	s := &Server{cfg: cfg.withDefaults(), eng: eng, tok: tok, tenants: tenants, log: logger, idle: make(chan struct{})}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.bodies = &bodyGate{budget: s.cfg.BodyBudget}
 	s.chatTmpl, s.chatErr = chat.Compile(tok.ChatTemplate())
 	if s.chatErr != nil {
 		logger.Warn("chat completions unavailable", "err", s.chatErr)
@@ -158,6 +169,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", info.id)
 	rw := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(rw, r.WithContext(withInfo(r.Context(), info)))
+	info.doneWithBody()
 	base.Info("request", "method", r.Method, "path", r.URL.Path, "status", rw.status(),
 		"tenant", info.tenantID(), "duration_ms", time.Since(info.start).Milliseconds(),
 		"prompt_tokens", info.promptTokens, "completion_tokens", info.completionTokens)

@@ -29,6 +29,9 @@ type segmentEncoder interface {
 	EncodeSegments(segs []tokenizer.Segment, addSpecial bool) []int32
 }
 
+// controlChecker is implemented by tokenizers that know their control tokens.
+type controlChecker interface{ IsControl(id int32) bool }
+
 // parseSpecial reports whether a tenant's text may carry control tokens.
 func (s *Server) parseSpecial(t *tenant.Tenant) bool {
 	return s.cfg.ParseSpecial || (t != nil && t.ParseSpecial)
@@ -60,6 +63,11 @@ func (s *Server) encodeChat(conv chat.Conversation, parse bool) ([]int32, *apiEr
 		return nil, invalid("chat_template_kwargs", "invalid_value", "%v", err)
 	case err != nil:
 		return nil, invalid("messages", "invalid_value", "%v", err)
+	}
+	if lp := s.maxPieceBytes(); lp > 0 && s.eng != nil && len(text) > exactBelow {
+		if lower, limit := len(text)/lp, s.eng.MaxContext()-1; lower > limit {
+			return nil, s.atLeast("messages", lower, limit)
+		}
 	}
 	if parse {
 		return s.tok.Encode(text, false, true), nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -164,4 +165,23 @@ func TestForgedMarkersInChatContentAreInertForEveryTemplate(t *testing.T) {
 		t.Fatalf("only %d templates rendered the test conversation", tested)
 	}
 	t.Logf("%d templates: forged markers stayed text; %d refused the forged content instead", tested, transformed)
+}
+
+func TestTokenIDPromptsCarryControlTokensOnlyWhenAllowed(t *testing.T) {
+	tok := realTokenizer(t)
+	eng := apitest.NewFakeEngine()
+	env := newTestEnvWith(t, eng, tok, nil)
+	eos := tok.EOS()
+	if !tok.IsControl(eos) {
+		t.Skip("the shared vocabulary's EOS is not a control token")
+	}
+	body := func(ids string) string { return `{"model":"` + testModel + `","prompt":[` + ids + `],"max_tokens":1}` }
+	bos := strconv.Itoa(int(tok.BOS()))
+	if code, _, b := env.post(t, "/v1/completions", "k", body(bos+",450,3186")); code != 200 {
+		t.Fatalf("leading BOS: %d %s", code, b)
+	}
+	code, _, b := env.post(t, "/v1/completions", "k", body(bos+",450,"+strconv.Itoa(int(eos))+",3186"))
+	if code != 400 || !strings.Contains(b, "position 2") {
+		t.Fatalf("EOS inside a token-id prompt: %d %s, want 400 naming position 2", code, b)
+	}
 }
