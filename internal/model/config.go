@@ -166,7 +166,7 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	info, ok := archs[arch]
 	if !ok {
-		return nil, fmt.Errorf("%w: architecture %q (want llama, mistral or qwen2)", ErrUnsupported, arch)
+		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2)", ErrUnsupported, arch)
 	}
 	r := &metaReader{f: f, arch: arch}
 	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias}
