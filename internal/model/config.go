@@ -63,6 +63,7 @@ type Config struct {
 	RopeStyle  RopeStyle
 	RopeScale  RopeScaling
 	QKVBias    bool // qwen2: Q, K and V projections carry biases
+	QKNorm     bool // qwen3: per-head RMS norm of Q and K before rope
 	TiedOutput bool // the output projection reuses token_embd.weight
 }
 
@@ -87,12 +88,14 @@ func (c *Config) KVBytesPerToken(t gguf.Type) int {
 type archInfo struct {
 	rope    RopeStyle
 	qkvBias bool
+	qkNorm  bool
 }
 
 var archs = map[string]archInfo{
-	"llama":   {RopeNormal, false},
-	"mistral": {RopeNormal, false},
-	"qwen2":   {RopeNeoX, true},
+	"llama":   {RopeNormal, false, false},
+	"mistral": {RopeNormal, false, false},
+	"qwen2":   {RopeNeoX, true, false},
+	"qwen3":   {RopeNeoX, false, true},
 }
 
 // metaReader reads {arch}.* keys with defaults, remembering the first error.
@@ -166,10 +169,10 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	info, ok := archs[arch]
 	if !ok {
-		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2)", ErrUnsupported, arch)
+		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3)", ErrUnsupported, arch)
 	}
 	r := &metaReader{f: f, arch: arch}
-	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias}
+	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias, QKNorm: info.qkNorm}
 	c.Embd = r.int("embedding_length", 0, true)
 	c.Layers = r.int("block_count", 0, true)
 	c.Heads = r.int("attention.head_count", 0, true)

@@ -133,6 +133,10 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 			addTo(k, l.bk)
 			addTo(v, l.bv)
 		}
+		if l.qNorm != nil {
+			headNorm(q, c.HeadDim, l.qNorm, c.NormEps)
+			headNorm(k, c.HeadDim, l.kNorm, c.NormEps)
+		}
 		cs := s.ropeCS[t*c.RopeDim : (t+1)*c.RopeDim]
 		applyRope(q, c.Heads, c.HeadDim, cs, c.RopeStyle)
 		applyRope(k, c.KVHeads, c.HeadDim, cs, c.RopeStyle)
@@ -221,5 +225,13 @@ func addTo(dst, src []float32) {
 	src = src[:len(dst)]
 	for i := range dst {
 		dst[i] += src[i]
+	}
+}
+
+// headNorm RMS-normalizes each head of x (heads of d values) in place with
+// weight w, as qwen3 does to Q and K before rope.
+func headNorm(x []float32, d int, w []float32, eps float32) {
+	for h := 0; h+d <= len(x); h += d {
+		kernels.RMSNorm(x[h:h+d], x[h:h+d], w, eps)
 	}
 }

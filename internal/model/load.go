@@ -21,6 +21,7 @@ type layer struct {
 	attnNorm, ffnNorm []float32
 	wq, wk, wv, wo    *kernels.Matrix
 	bq, bk, bv        []float32 // nil unless Config.QKVBias
+	qNorm, kNorm      []float32 // per-head norm weights [HeadDim]; nil unless Config.QKNorm
 	wGate, wUp, wDown *kernels.Matrix
 }
 
@@ -89,6 +90,10 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 			l.bq = ld.vector(p+"attn_q.bias", c.QDim())
 			l.bk = ld.vector(p+"attn_k.bias", c.KVDim())
 			l.bv = ld.vector(p+"attn_v.bias", c.KVDim())
+		}
+		if c.QKNorm {
+			l.qNorm = ld.vector(p+"attn_q_norm.weight", c.HeadDim)
+			l.kNorm = ld.vector(p+"attn_k_norm.weight", c.HeadDim)
 		}
 		l.wo = ld.matrix(p+"attn_output.weight", c.QDim(), c.Embd)
 		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Embd)
