@@ -64,6 +64,7 @@ type Config struct {
 	RopeScale  RopeScaling
 	QKVBias    bool // qwen2: Q, K and V projections carry biases
 	QKNorm     bool // qwen3: per-head RMS norm of Q and K before rope
+	Fused      bool // phi3: one attn_qkv matrix, ffn_up holding gate then up rows
 	TiedOutput bool // the output projection reuses token_embd.weight
 }
 
@@ -89,13 +90,15 @@ type archInfo struct {
 	rope    RopeStyle
 	qkvBias bool
 	qkNorm  bool
+	fused   bool // phi3: attn_qkv and a gate+up ffn_up
 }
 
 var archs = map[string]archInfo{
-	"llama":   {RopeNormal, false, false},
-	"mistral": {RopeNormal, false, false},
-	"qwen2":   {RopeNeoX, true, false},
-	"qwen3":   {RopeNeoX, false, true},
+	"llama":   {RopeNormal, false, false, false},
+	"mistral": {RopeNormal, false, false, false},
+	"qwen2":   {RopeNeoX, true, false, false},
+	"qwen3":   {RopeNeoX, false, true, false},
+	"phi3":    {RopeNeoX, false, false, true},
 }
 
 // metaReader reads {arch}.* keys with defaults, remembering the first error.
@@ -169,10 +172,10 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	info, ok := archs[arch]
 	if !ok {
-		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3)", ErrUnsupported, arch)
+		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3, phi3)", ErrUnsupported, arch)
 	}
 	r := &metaReader{f: f, arch: arch}
-	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias, QKNorm: info.qkNorm}
+	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias, QKNorm: info.qkNorm, Fused: info.fused}
 	c.Embd = r.int("embedding_length", 0, true)
 	c.Layers = r.int("block_count", 0, true)
 	c.Heads = r.int("attention.head_count", 0, true)

@@ -83,9 +83,14 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		l := &m.layers[i]
 		p := fmt.Sprintf("blk.%d.", i)
 		l.attnNorm = ld.vector(p+"attn_norm.weight", c.Embd)
-		l.wq = ld.matrix(p+"attn_q.weight", c.Embd, c.QDim())
-		l.wk = ld.matrix(p+"attn_k.weight", c.Embd, c.KVDim())
-		l.wv = ld.matrix(p+"attn_v.weight", c.Embd, c.KVDim())
+		if c.Fused {
+			qkv := ld.fused(p+"attn_qkv.weight", c.Embd, c.QDim(), c.KVDim(), c.KVDim())
+			l.wq, l.wk, l.wv = qkv[0], qkv[1], qkv[2]
+		} else {
+			l.wq = ld.matrix(p+"attn_q.weight", c.Embd, c.QDim())
+			l.wk = ld.matrix(p+"attn_k.weight", c.Embd, c.KVDim())
+			l.wv = ld.matrix(p+"attn_v.weight", c.Embd, c.KVDim())
+		}
 		if c.QKVBias {
 			l.bq = ld.vector(p+"attn_q.bias", c.QDim())
 			l.bk = ld.vector(p+"attn_k.bias", c.KVDim())
@@ -97,8 +102,13 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		}
 		l.wo = ld.matrix(p+"attn_output.weight", c.QDim(), c.Embd)
 		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Embd)
-		l.wGate = ld.matrix(p+"ffn_gate.weight", c.Embd, c.FF)
-		l.wUp = ld.matrix(p+"ffn_up.weight", c.Embd, c.FF)
+		if c.Fused {
+			gu := ld.fused(p+"ffn_up.weight", c.Embd, c.FF, c.FF)
+			l.wGate, l.wUp = gu[0], gu[1]
+		} else {
+			l.wGate = ld.matrix(p+"ffn_gate.weight", c.Embd, c.FF)
+			l.wUp = ld.matrix(p+"ffn_up.weight", c.Embd, c.FF)
+		}
 		l.wDown = ld.matrix(p+"ffn_down.weight", c.FF, c.Embd)
 		if ld.err != nil {
 			break
