@@ -48,24 +48,26 @@ type RopeScaling struct {
 
 // Config holds a model's hyper-parameters.
 type Config struct {
-	Arch       string
-	Embd       int // n_embd, the width of the residual stream
-	Layers     int
-	Heads      int
-	KVHeads    int
-	HeadDim    int
-	FF         int // feed-forward hidden width
-	Vocab      int
-	Context    int // training context length
-	NormEps    float32
-	RopeBase   float64
-	RopeDim    int // leading dimensions of each head that RoPE rotates
-	RopeStyle  RopeStyle
-	RopeScale  RopeScaling
-	QKVBias    bool // qwen2: Q, K and V projections carry biases
-	QKNorm     bool // qwen3: per-head RMS norm of Q and K before rope
-	Fused      bool // phi3: one attn_qkv matrix, ffn_up holding gate then up rows
-	TiedOutput bool // the output projection reuses token_embd.weight
+	Arch      string
+	Embd      int // n_embd, the width of the residual stream
+	Layers    int
+	Heads     int
+	KVHeads   int
+	HeadDim   int
+	FF        int // feed-forward hidden width
+	Vocab     int
+	Context   int // training context length
+	NormEps   float32
+	RopeBase  float64
+	RopeDim   int // leading dimensions of each head that RoPE rotates
+	RopeStyle RopeStyle
+	RopeScale RopeScaling
+	QKVBias   bool // qwen2: Q, K and V projections carry biases
+	QKNorm    bool // qwen3: per-head RMS norm of Q and K before rope
+	Fused     bool // phi3: one attn_qkv matrix, ffn_up holding gate then up rows
+	// Mixture of experts (qwen3moe): Experts FFNs of ExpertFF, ExpertsUsed per token.
+	Experts, ExpertsUsed, ExpertFF int
+	TiedOutput                     bool // the output projection reuses token_embd.weight
 }
 
 // KVDim is the width of one slot's key (or value) row: KVHeads × HeadDim.
@@ -91,14 +93,16 @@ type archInfo struct {
 	qkvBias bool
 	qkNorm  bool
 	fused   bool // phi3: attn_qkv and a gate+up ffn_up
+	moe     bool // qwen3moe: routed expert FFNs
 }
 
 var archs = map[string]archInfo{
-	"llama":   {RopeNormal, false, false, false},
-	"mistral": {RopeNormal, false, false, false},
-	"qwen2":   {RopeNeoX, true, false, false},
-	"qwen3":   {RopeNeoX, false, true, false},
-	"phi3":    {RopeNeoX, false, false, true},
+	"llama":    {RopeNormal, false, false, false, false},
+	"mistral":  {RopeNormal, false, false, false, false},
+	"qwen2":    {RopeNeoX, true, false, false, false},
+	"qwen3":    {RopeNeoX, false, true, false, false},
+	"phi3":     {RopeNeoX, false, false, true, false},
+	"qwen3moe": {RopeNeoX, false, true, false, true},
 }
 
 // metaReader reads {arch}.* keys with defaults, remembering the first error.
@@ -172,7 +176,7 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	info, ok := archs[arch]
 	if !ok {
-		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3, phi3)", ErrUnsupported, arch)
+		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3, phi3, qwen3moe)", ErrUnsupported, arch)
 	}
 	r := &metaReader{f: f, arch: arch}
 	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias, QKNorm: info.qkNorm, Fused: info.fused}
@@ -192,6 +196,14 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	c.RopeBase = r.float("rope.freq_base", 10000)
 	c.RopeScale = readRopeScaling(r, c.Context)
 	c.Vocab = r.int("vocab_size", 0, false)
+	if info.moe {
+		c.Experts = r.int("expert_count", 0, true)
+		c.ExpertsUsed = r.int("expert_used_count", 0, true)
+		c.ExpertFF = r.int("expert_feed_forward_length", c.FF, false)
+		if r.err == nil && (c.Experts <= 0 || c.ExpertsUsed <= 0 || c.ExpertsUsed > c.Experts || c.ExpertFF <= 0) {
+			return nil, fmt.Errorf("%w: %s: %d experts, %d used, expert FF %d", ErrMalformed, arch, c.Experts, c.ExpertsUsed, c.ExpertFF)
+		}
+	}
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -149,6 +149,11 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 	for t := 0; t < total; t++ {
 		kernels.RMSNorm(s.xn[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.ffnNorm, c.NormEps)
 	}
+	if l.moe != nil {
+		m.moeFFN(l.moe, total)
+		addTo(s.x[:total*E], s.proj[:total*E])
+		return
+	}
 	F := c.FF
 	m.pool.MatMul(s.gate[:total*F], l.wGate, s.xn[:total*E], total)
 	m.pool.MatMul(s.up[:total*F], l.wUp, s.xn[:total*E], total)

@@ -22,6 +22,7 @@ type layer struct {
 	wq, wk, wv, wo    *kernels.Matrix
 	bq, bk, bv        []float32 // nil unless Config.QKVBias
 	qNorm, kNorm      []float32 // per-head norm weights [HeadDim]; nil unless Config.QKNorm
+	moe               *moe      // non-nil for mixture-of-experts layers (no wGate/wUp/wDown)
 	wGate, wUp, wDown *kernels.Matrix
 }
 
@@ -102,14 +103,18 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		}
 		l.wo = ld.matrix(p+"attn_output.weight", c.QDim(), c.Embd)
 		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Embd)
-		if c.Fused {
+		if c.Experts > 0 {
+			l.moe = ld.moe(p, &c)
+		} else if c.Fused {
 			gu := ld.fused(p+"ffn_up.weight", c.Embd, c.FF, c.FF)
 			l.wGate, l.wUp = gu[0], gu[1]
 		} else {
 			l.wGate = ld.matrix(p+"ffn_gate.weight", c.Embd, c.FF)
 			l.wUp = ld.matrix(p+"ffn_up.weight", c.Embd, c.FF)
 		}
-		l.wDown = ld.matrix(p+"ffn_down.weight", c.FF, c.Embd)
+		if l.moe == nil {
+			l.wDown = ld.matrix(p+"ffn_down.weight", c.FF, c.Embd)
+		}
 		if ld.err != nil {
 			break
 		}
@@ -120,7 +125,14 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	m.ropeFreqs = ropeFreqs(&m.Config, factors)
 	for _, l := range m.layers {
 		for _, w := range []*kernels.Matrix{l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown} {
-			m.weightSize += int64(len(w.Data))
+			if w != nil {
+				m.weightSize += int64(len(w.Data))
+			}
+		}
+		if l.moe != nil && len(l.moe.gate) > 0 {
+			// A decode token reads the router and ExpertsUsed experts.
+			m.weightSize += int64(len(l.moe.router.Data)) + int64(c.ExpertsUsed)*
+				int64(len(l.moe.gate[0].Data)+len(l.moe.up[0].Data)+len(l.moe.down[0].Data))
 		}
 	}
 	m.weightSize += int64(len(m.output.Data))
