@@ -67,7 +67,12 @@ type Config struct {
 	Fused     bool // phi3: one attn_qkv matrix, ffn_up holding gate then up rows
 	// Mixture of experts (qwen3moe): Experts FFNs of ExpertFF, ExpertsUsed per token.
 	Experts, ExpertsUsed, ExpertFF int
-	TiedOutput                     bool // the output projection reuses token_embd.weight
+	// Gemma 3: sliding-window layers (see Local) with their own rope base.
+	Gemma         bool
+	SlidingWindow int
+	SWAPattern    int
+	RopeBaseSWA   float64
+	TiedOutput    bool // the output projection reuses token_embd.weight
 }
 
 // KVDim is the width of one slot's key (or value) row: KVHeads × HeadDim.
@@ -94,15 +99,17 @@ type archInfo struct {
 	qkNorm  bool
 	fused   bool // phi3: attn_qkv and a gate+up ffn_up
 	moe     bool // qwen3moe: routed expert FFNs
+	gemma   bool // gemma3: see gemma.go
 }
 
 var archs = map[string]archInfo{
-	"llama":    {RopeNormal, false, false, false, false},
-	"mistral":  {RopeNormal, false, false, false, false},
-	"qwen2":    {RopeNeoX, true, false, false, false},
-	"qwen3":    {RopeNeoX, false, true, false, false},
-	"phi3":     {RopeNeoX, false, false, true, false},
-	"qwen3moe": {RopeNeoX, false, true, false, true},
+	"llama":    {RopeNormal, false, false, false, false, false},
+	"mistral":  {RopeNormal, false, false, false, false, false},
+	"qwen2":    {RopeNeoX, true, false, false, false, false},
+	"qwen3":    {RopeNeoX, false, true, false, false, false},
+	"phi3":     {RopeNeoX, false, false, true, false, false},
+	"qwen3moe": {RopeNeoX, false, true, false, true, false},
+	"gemma3":   {RopeNeoX, false, true, false, false, true},
 }
 
 // metaReader reads {arch}.* keys with defaults, remembering the first error.
@@ -176,7 +183,7 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	info, ok := archs[arch]
 	if !ok {
-		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3, phi3, qwen3moe)", ErrUnsupported, arch)
+		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3, phi3, qwen3moe, gemma3)", ErrUnsupported, arch)
 	}
 	r := &metaReader{f: f, arch: arch}
 	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias, QKNorm: info.qkNorm, Fused: info.fused}
@@ -196,6 +203,15 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	c.RopeBase = r.float("rope.freq_base", 10000)
 	c.RopeScale = readRopeScaling(r, c.Context)
 	c.Vocab = r.int("vocab_size", 0, false)
+	if info.gemma {
+		c.Gemma = true
+		c.SlidingWindow = r.int("attention.sliding_window", 0, false)
+		c.SWAPattern = r.int("attention.sliding_window_pattern", 6, false)
+		c.RopeBaseSWA = r.float("rope.freq_base_swa", 10000)
+		if r.float("final_logit_softcapping", 0) != 0 || r.float("attn_logit_softcapping", 0) != 0 {
+			return nil, fmt.Errorf("%w: %s logit soft-capping", ErrUnsupported, arch)
+		}
+	}
 	if info.moe {
 		c.Experts = r.int("expert_count", 0, true)
 		c.ExpertsUsed = r.int("expert_used_count", 0, true)

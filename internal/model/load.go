@@ -22,6 +22,7 @@ type layer struct {
 	wq, wk, wv, wo    *kernels.Matrix
 	bq, bk, bv        []float32 // nil unless Config.QKVBias
 	qNorm, kNorm      []float32 // per-head norm weights [HeadDim]; nil unless Config.QKNorm
+	postAttn, postFFN []float32 // gemma3's norms of the attention and FFN outputs
 	moe               *moe      // non-nil for mixture-of-experts layers (no wGate/wUp/wDown)
 	wGate, wUp, wDown *kernels.Matrix
 }
@@ -39,6 +40,7 @@ type Model struct {
 	output     *kernels.Matrix
 	layers     []layer
 	ropeFreqs  []float64
+	ropeSWA    []float64 // local layers' frequencies (gemma3)
 	attnScale  float32
 	weightSize int64 // bytes of the matrices one decode token reads
 
@@ -103,6 +105,10 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		}
 		l.wo = ld.matrix(p+"attn_output.weight", c.QDim(), c.Embd)
 		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Embd)
+		if c.Gemma {
+			l.postAttn = ld.vector(p+"post_attention_norm.weight", c.Embd)
+			l.postFFN = ld.vector(p+"post_ffw_norm.weight", c.Embd)
+		}
 		if c.Experts > 0 {
 			l.moe = ld.moe(p, &c)
 		} else if c.Fused {
@@ -123,6 +129,11 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		return nil, ld.err
 	}
 	m.ropeFreqs = ropeFreqs(&m.Config, factors)
+	if c.SlidingWindow > 0 {
+		swa := m.Config
+		swa.RopeBase = c.RopeBaseSWA
+		m.ropeSWA = ropeFreqs(&swa, factors)
+	}
 	for _, l := range m.layers {
 		for _, w := range []*kernels.Matrix{l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown} {
 			if w != nil {
