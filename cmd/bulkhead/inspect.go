@@ -8,7 +8,17 @@ import (
 	"text/tabwriter"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+	"github.com/bulkhead-llm/bulkhead/internal/kernels"
 )
+
+// typeMark is a tensor type's name, marked when bulkhead cannot compute
+// with it, so inspect shows why a valid file would be refused.
+func typeMark(t gguf.Type) string {
+	if kernels.Supports(t) {
+		return t.String()
+	}
+	return t.String() + " (unsupported)"
+}
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("inspect", "[--json] [--all] FILE", stderr)
@@ -46,7 +56,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(tw, "TENSOR\tTYPE\tDIMS\tELEMENTS\tBYTES\tOFFSET")
 	var params, bytes uint64
 	for _, t := range f.Tensors {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\n", t.Name, t.Type, t.Dims, t.Elems(), t.Size, t.Offset)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\n", t.Name, typeMark(t.Type), t.Dims, t.Elems(), t.Size, t.Offset)
 		params += t.Elems()
 		bytes += t.Size
 	}
@@ -134,6 +144,8 @@ func inspectJSON(f *gguf.File, limit int, stdout io.Writer) error {
 		Dims   []uint64 `json:"dims"`
 		Offset uint64   `json:"offset"`
 		Bytes  uint64   `json:"bytes"`
+		// Unsupported is set for a tensor type bulkhead has no kernels for.
+		Unsupported bool `json:"unsupported,omitempty"`
 	}
 	out := struct {
 		Version  uint32         `json:"version"`
@@ -145,7 +157,7 @@ func inspectJSON(f *gguf.File, limit int, stdout io.Writer) error {
 		out.Metadata[kv.Key] = jsonValue(kv.Value, limit)
 	}
 	for _, t := range f.Tensors {
-		out.Tensors = append(out.Tensors, tensor{t.Name, t.Type.String(), t.Dims, t.Offset, t.Size})
+		out.Tensors = append(out.Tensors, tensor{t.Name, t.Type.String(), t.Dims, t.Offset, t.Size, !kernels.Supports(t.Type)})
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

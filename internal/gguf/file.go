@@ -202,7 +202,7 @@ func (f *File) readTensorInfo(r *reader, i int) {
 		return
 	}
 	if !t.Type.Known() {
-		r.fail("tensor %q: unsupported tensor type %s", name, t.Type)
+		r.fail("tensor %q: tensor type %s is not a GGML type", name, t.Type)
 		return
 	}
 	if t.Dims[0]%uint64(t.Type.BlockElems()) != 0 {

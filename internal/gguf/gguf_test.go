@@ -208,7 +208,7 @@ func TestParseRejectsHostileInput(t *testing.T) {
 		{"five dims", tensor("t", []uint64{1, 1, 1, 1, 1}, F32, 0), "dimensions"},
 		{"zero extent", tensor("t", []uint64{4, 0}, F32, 0), "zero or absurd"},
 		{"overflowing extent", tensor("t", []uint64{1 << 40, 1 << 40}, F32, 0), "zero or absurd"},
-		{"unknown tensor type", tensor("t", []uint64{4}, Type(99), 0), "unsupported tensor type"},
+		{"unknown tensor type", tensor("t", []uint64{4}, Type(99), 0), "not a GGML type"},
 		{"partial block", tensor("t", []uint64{33}, Q8_0, 0), "whole number"},
 		{"unaligned offset", tensor("t", []uint64{4}, F32, 4), "not aligned"},
 		{"data beyond file", tensor("t", []uint64{1024}, F32, 0), "beyond its size"},

@@ -96,8 +96,8 @@ type Matrix struct {
 // NewMatrix checks that data holds exactly rows encoded rows of cols
 // elements of type t and wraps it without copying.
 func NewMatrix(t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
-	if !t.Known() {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupportedType, t)
+	if !Supports(t) {
+		return nil, fmt.Errorf("%w: %s (supported: %s)", ErrUnsupportedType, t, SupportedTypes())
 	}
 	if rows < 0 || cols < 0 {
 		return nil, fmt.Errorf("%w: %d×%d", ErrShape, rows, cols)
@@ -132,6 +132,10 @@ func f16At(b []byte, off int) float32 { return F16ToF32(binary.LittleEndian.Uint
 
 // dequantize decodes len(dst) elements of type t from src.
 func dequantize(t gguf.Type, dst []float32, src []byte) {
+	if dequantOnly(t) {
+		dequantizeExtra(t, dst, src)
+		return
+	}
 	switch t {
 	case gguf.F32:
 		for i := range dst {

@@ -126,6 +126,10 @@ func partial4(q []uint8, x []int8) int32 {
 // rowsRef computes out[b*m.Rows+r] for r in [r0,r1) and every token with the
 // reference dot products.
 func rowsRef(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	if dequantOnly(m.Type) {
+		rowsDequant(out, m, a, r0, r1)
+		return
+	}
 	for r := r0; r < r1; r++ {
 		w := m.row(r)
 		for b := 0; b < a.batch; b++ {

@@ -238,13 +238,15 @@ func (m *Model) attendTask(seqs []Seq, tk *attnTask) {
 	m.serial.MatMul(tk.scores, &tk.kmat, tk.qx, nb)
 	for b := 0; b < nb; b++ {
 		valid := pos + tk.q0 + b + 1 // positions 0..Pos+q0+b
+		lo := c.windowStart(s.layer, valid-1)
 		sc := tk.scores[b*rows : b*rows+valid]
 		for j := range sc {
 			sc[j] *= m.attnScale
 		}
-		kernels.Softmax(sc)
+		kernels.Softmax(sc[lo:])
 		pr := tk.probs[b*tk.vcols : (b+1)*tk.vcols]
 		copy(pr, sc)
+		clear(pr[:lo])
 		clear(pr[valid:])
 	}
 	for d := 0; d < hd && (tk.vt16 != nil || tk.vt32 != nil); d++ {

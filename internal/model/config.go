@@ -48,22 +48,31 @@ type RopeScaling struct {
 
 // Config holds a model's hyper-parameters.
 type Config struct {
-	Arch       string
-	Embd       int // n_embd, the width of the residual stream
-	Layers     int
-	Heads      int
-	KVHeads    int
-	HeadDim    int
-	FF         int // feed-forward hidden width
-	Vocab      int
-	Context    int // training context length
-	NormEps    float32
-	RopeBase   float64
-	RopeDim    int // leading dimensions of each head that RoPE rotates
-	RopeStyle  RopeStyle
-	RopeScale  RopeScaling
-	QKVBias    bool // qwen2: Q, K and V projections carry biases
-	TiedOutput bool // the output projection reuses token_embd.weight
+	Arch      string
+	Embd      int // n_embd, the width of the residual stream
+	Layers    int
+	Heads     int
+	KVHeads   int
+	HeadDim   int
+	FF        int // feed-forward hidden width
+	Vocab     int
+	Context   int // training context length
+	NormEps   float32
+	RopeBase  float64
+	RopeDim   int // leading dimensions of each head that RoPE rotates
+	RopeStyle RopeStyle
+	RopeScale RopeScaling
+	QKVBias   bool // qwen2: Q, K and V projections carry biases
+	QKNorm    bool // qwen3: per-head RMS norm of Q and K before rope
+	Fused     bool // phi3: one attn_qkv matrix, ffn_up holding gate then up rows
+	// Mixture of experts (qwen3moe): Experts FFNs of ExpertFF, ExpertsUsed per token.
+	Experts, ExpertsUsed, ExpertFF int
+	// Gemma 3: sliding-window layers (see Local) with their own rope base.
+	Gemma         bool
+	SlidingWindow int
+	SWAPattern    int
+	RopeBaseSWA   float64
+	TiedOutput    bool // the output projection reuses token_embd.weight
 }
 
 // KVDim is the width of one slot's key (or value) row: KVHeads × HeadDim.
@@ -87,12 +96,20 @@ func (c *Config) KVBytesPerToken(t gguf.Type) int {
 type archInfo struct {
 	rope    RopeStyle
 	qkvBias bool
+	qkNorm  bool
+	fused   bool // phi3: attn_qkv and a gate+up ffn_up
+	moe     bool // qwen3moe: routed expert FFNs
+	gemma   bool // gemma3: see gemma.go
 }
 
 var archs = map[string]archInfo{
-	"llama":   {RopeNormal, false},
-	"mistral": {RopeNormal, false},
-	"qwen2":   {RopeNeoX, true},
+	"llama":    {RopeNormal, false, false, false, false, false},
+	"mistral":  {RopeNormal, false, false, false, false, false},
+	"qwen2":    {RopeNeoX, true, false, false, false, false},
+	"qwen3":    {RopeNeoX, false, true, false, false, false},
+	"phi3":     {RopeNeoX, false, false, true, false, false},
+	"qwen3moe": {RopeNeoX, false, true, false, true, false},
+	"gemma3":   {RopeNeoX, false, true, false, false, true},
 }
 
 // metaReader reads {arch}.* keys with defaults, remembering the first error.
@@ -166,10 +183,10 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	}
 	info, ok := archs[arch]
 	if !ok {
-		return nil, fmt.Errorf("%w: architecture %q (want llama, mistral or qwen2)", ErrUnsupported, arch)
+		return nil, fmt.Errorf("%w: architecture %q (supported: llama, mistral, qwen2, qwen3, phi3, qwen3moe, gemma3)", ErrUnsupported, arch)
 	}
 	r := &metaReader{f: f, arch: arch}
-	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias}
+	c := &Config{Arch: arch, RopeStyle: info.rope, QKVBias: info.qkvBias, QKNorm: info.qkNorm, Fused: info.fused}
 	c.Embd = r.int("embedding_length", 0, true)
 	c.Layers = r.int("block_count", 0, true)
 	c.Heads = r.int("attention.head_count", 0, true)
@@ -186,6 +203,23 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	c.RopeBase = r.float("rope.freq_base", 10000)
 	c.RopeScale = readRopeScaling(r, c.Context)
 	c.Vocab = r.int("vocab_size", 0, false)
+	if info.gemma {
+		c.Gemma = true
+		c.SlidingWindow = r.int("attention.sliding_window", 0, false)
+		c.SWAPattern = r.int("attention.sliding_window_pattern", 6, false)
+		c.RopeBaseSWA = r.float("rope.freq_base_swa", 10000)
+		if r.float("final_logit_softcapping", 0) != 0 || r.float("attn_logit_softcapping", 0) != 0 {
+			return nil, fmt.Errorf("%w: %s logit soft-capping", ErrUnsupported, arch)
+		}
+	}
+	if info.moe {
+		c.Experts = r.int("expert_count", 0, true)
+		c.ExpertsUsed = r.int("expert_used_count", 0, true)
+		c.ExpertFF = r.int("expert_feed_forward_length", c.FF, false)
+		if r.err == nil && (c.Experts <= 0 || c.ExpertsUsed <= 0 || c.ExpertsUsed > c.Experts || c.ExpertFF <= 0) {
+			return nil, fmt.Errorf("%w: %s: %d experts, %d used, expert FF %d", ErrMalformed, arch, c.Experts, c.ExpertsUsed, c.ExpertFF)
+		}
+	}
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"math"
+
 	"errors"
 	"fmt"
 
@@ -52,6 +54,12 @@ func (m *Model) ForwardLayers(kv KVStore, seqs []Seq, afterLayer func(n int)) ([
 			m.embd.DequantizeRow(s.x[t*E:(t+1)*E], int(tok))
 			s.pos[t] = sq.Pos + i
 			ropeAngles(s.ropeCS[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeFreqs, sq.Pos+i)
+			if m.ropeSWA != nil {
+				ropeAngles(s.ropeCSLocal[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeSWA, sq.Pos+i)
+			}
+			if c.Gemma {
+				scaleBy(s.x[t*E:(t+1)*E], float32(math.Sqrt(float64(E))))
+			}
 			t++
 		}
 	}
@@ -133,23 +141,49 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 			addTo(k, l.bk)
 			addTo(v, l.bv)
 		}
+		if l.qNorm != nil {
+			headNorm(q, c.HeadDim, l.qNorm, c.NormEps)
+			headNorm(k, c.HeadDim, l.kNorm, c.NormEps)
+		}
 		cs := s.ropeCS[t*c.RopeDim : (t+1)*c.RopeDim]
+		if c.Local(li) && m.ropeSWA != nil {
+			cs = s.ropeCSLocal[t*c.RopeDim : (t+1)*c.RopeDim]
+		}
 		applyRope(q, c.Heads, c.HeadDim, cs, c.RopeStyle)
 		applyRope(k, c.KVHeads, c.HeadDim, cs, c.RopeStyle)
 	}
 	m.storeKV(li, kv, seqs)
 	m.attend(li, kv, seqs)
 	m.pool.MatMul(s.proj[:total*E], l.wo, s.att[:total*Q], total)
+	if l.postAttn != nil {
+		for t := 0; t < total; t++ {
+			kernels.RMSNorm(s.proj[t*E:(t+1)*E], s.proj[t*E:(t+1)*E], l.postAttn, c.NormEps)
+		}
+	}
 	addTo(s.x[:total*E], s.proj[:total*E])
 
 	for t := 0; t < total; t++ {
 		kernels.RMSNorm(s.xn[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.ffnNorm, c.NormEps)
 	}
+	if l.moe != nil {
+		m.moeFFN(l.moe, total)
+		addTo(s.x[:total*E], s.proj[:total*E])
+		return
+	}
 	F := c.FF
 	m.pool.MatMul(s.gate[:total*F], l.wGate, s.xn[:total*E], total)
 	m.pool.MatMul(s.up[:total*F], l.wUp, s.xn[:total*E], total)
-	kernels.SwiGLU(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F])
+	if c.Gemma {
+		geglu(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F])
+	} else {
+		kernels.SwiGLU(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F])
+	}
 	m.pool.MatMul(s.proj[:total*E], l.wDown, s.hidden[:total*F], total)
+	if l.postFFN != nil {
+		for t := 0; t < total; t++ {
+			kernels.RMSNorm(s.proj[t*E:(t+1)*E], s.proj[t*E:(t+1)*E], l.postFFN, c.NormEps)
+		}
+	}
 	addTo(s.x[:total*E], s.proj[:total*E])
 }
 
@@ -221,5 +255,20 @@ func addTo(dst, src []float32) {
 	src = src[:len(dst)]
 	for i := range dst {
 		dst[i] += src[i]
+	}
+}
+
+// headNorm RMS-normalizes each head of x (heads of d values) in place with
+// weight w, as qwen3 does to Q and K before rope.
+func headNorm(x []float32, d int, w []float32, eps float32) {
+	for h := 0; h+d <= len(x); h += d {
+		kernels.RMSNorm(x[h:h+d], x[h:h+d], w, eps)
+	}
+}
+
+// scaleBy multiplies x by a in place (gemma3's input embedding scale).
+func scaleBy(x []float32, a float32) {
+	for i := range x {
+		x[i] *= a
 	}
 }

@@ -21,6 +21,9 @@ type layer struct {
 	attnNorm, ffnNorm []float32
 	wq, wk, wv, wo    *kernels.Matrix
 	bq, bk, bv        []float32 // nil unless Config.QKVBias
+	qNorm, kNorm      []float32 // per-head norm weights [HeadDim]; nil unless Config.QKNorm
+	postAttn, postFFN []float32 // gemma3's norms of the attention and FFN outputs
+	moe               *moe      // non-nil for mixture-of-experts layers (no wGate/wUp/wDown)
 	wGate, wUp, wDown *kernels.Matrix
 }
 
@@ -37,6 +40,7 @@ type Model struct {
 	output     *kernels.Matrix
 	layers     []layer
 	ropeFreqs  []float64
+	ropeSWA    []float64 // local layers' frequencies (gemma3)
 	attnScale  float32
 	weightSize int64 // bytes of the matrices one decode token reads
 
@@ -82,19 +86,41 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		l := &m.layers[i]
 		p := fmt.Sprintf("blk.%d.", i)
 		l.attnNorm = ld.vector(p+"attn_norm.weight", c.Embd)
-		l.wq = ld.matrix(p+"attn_q.weight", c.Embd, c.QDim())
-		l.wk = ld.matrix(p+"attn_k.weight", c.Embd, c.KVDim())
-		l.wv = ld.matrix(p+"attn_v.weight", c.Embd, c.KVDim())
+		if c.Fused {
+			qkv := ld.fused(p+"attn_qkv.weight", c.Embd, c.QDim(), c.KVDim(), c.KVDim())
+			l.wq, l.wk, l.wv = qkv[0], qkv[1], qkv[2]
+		} else {
+			l.wq = ld.matrix(p+"attn_q.weight", c.Embd, c.QDim())
+			l.wk = ld.matrix(p+"attn_k.weight", c.Embd, c.KVDim())
+			l.wv = ld.matrix(p+"attn_v.weight", c.Embd, c.KVDim())
+		}
 		if c.QKVBias {
 			l.bq = ld.vector(p+"attn_q.bias", c.QDim())
 			l.bk = ld.vector(p+"attn_k.bias", c.KVDim())
 			l.bv = ld.vector(p+"attn_v.bias", c.KVDim())
 		}
+		if c.QKNorm {
+			l.qNorm = ld.vector(p+"attn_q_norm.weight", c.HeadDim)
+			l.kNorm = ld.vector(p+"attn_k_norm.weight", c.HeadDim)
+		}
 		l.wo = ld.matrix(p+"attn_output.weight", c.QDim(), c.Embd)
 		l.ffnNorm = ld.vector(p+"ffn_norm.weight", c.Embd)
-		l.wGate = ld.matrix(p+"ffn_gate.weight", c.Embd, c.FF)
-		l.wUp = ld.matrix(p+"ffn_up.weight", c.Embd, c.FF)
-		l.wDown = ld.matrix(p+"ffn_down.weight", c.FF, c.Embd)
+		if c.Gemma {
+			l.postAttn = ld.vector(p+"post_attention_norm.weight", c.Embd)
+			l.postFFN = ld.vector(p+"post_ffw_norm.weight", c.Embd)
+		}
+		if c.Experts > 0 {
+			l.moe = ld.moe(p, &c)
+		} else if c.Fused {
+			gu := ld.fused(p+"ffn_up.weight", c.Embd, c.FF, c.FF)
+			l.wGate, l.wUp = gu[0], gu[1]
+		} else {
+			l.wGate = ld.matrix(p+"ffn_gate.weight", c.Embd, c.FF)
+			l.wUp = ld.matrix(p+"ffn_up.weight", c.Embd, c.FF)
+		}
+		if l.moe == nil {
+			l.wDown = ld.matrix(p+"ffn_down.weight", c.FF, c.Embd)
+		}
 		if ld.err != nil {
 			break
 		}
@@ -103,9 +129,21 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		return nil, ld.err
 	}
 	m.ropeFreqs = ropeFreqs(&m.Config, factors)
+	if c.SlidingWindow > 0 {
+		swa := m.Config
+		swa.RopeBase = c.RopeBaseSWA
+		m.ropeSWA = ropeFreqs(&swa, factors)
+	}
 	for _, l := range m.layers {
 		for _, w := range []*kernels.Matrix{l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown} {
-			m.weightSize += int64(len(w.Data))
+			if w != nil {
+				m.weightSize += int64(len(w.Data))
+			}
+		}
+		if l.moe != nil && len(l.moe.gate) > 0 {
+			// A decode token reads the router and ExpertsUsed experts.
+			m.weightSize += int64(len(l.moe.router.Data)) + int64(c.ExpertsUsed)*
+				int64(len(l.moe.gate[0].Data)+len(l.moe.up[0].Data)+len(l.moe.down[0].Data))
 		}
 	}
 	m.weightSize += int64(len(m.output.Data))

@@ -120,8 +120,10 @@ func TestLoadRejectsMalformedModels(t *testing.T) {
 	}
 }
 
-// TestLoadRejectsUnsupportedTensorType patches a tensor's type to Q4_1,
-// which bulkhead has no kernels for: opening must fail naming the tensor.
+// TestLoadRejectsUnsupportedTensorType patches a tensor's type to Q8_1, a
+// valid GGML type (the file still parses) that bulkhead has no weight
+// kernels for: loading must fail as unsupported, naming the tensor and the
+// supported types, never as malformed.
 func TestLoadRejectsUnsupportedTensorType(t *testing.T) {
 	w := gguf.NewWriter()
 	if err := WriteRandom(w, testShape(), gguf.F32, 1, nil); err != nil {
@@ -137,13 +139,15 @@ func TestLoadRejectsUnsupportedTensorType(t *testing.T) {
 		t.Fatal("tensor info not found")
 	}
 	typeAt := i + key.Len() + 4 + 2*8 // n_dims, two dims
-	binary.LittleEndian.PutUint32(b[typeAt:], 3)
+	binary.LittleEndian.PutUint32(b[typeAt:], uint32(gguf.Q8_1))
 	f, err := gguf.Parse(b)
-	if err == nil {
-		_, err = Load(f, Options{})
+	if err != nil {
+		t.Fatalf("a file with a Q8_1 tensor is valid GGUF, Parse said %v", err)
 	}
-	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "unsupported") {
-		t.Fatalf("error %v: want one naming %s as unsupported", err, name)
+	_, err = Load(f, Options{})
+	if err == nil || !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrMalformed) || errors.Is(err, gguf.ErrFormat) ||
+		!strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "supported: F32") {
+		t.Fatalf("error %v: want one naming %s as unsupported with the supported list", err, name)
 	}
 }
 

@@ -6,6 +6,7 @@ type scratch struct {
 	x, xn, q, k, v, att, proj []float32 // token-major activations
 	gate, up, hidden          []float32
 	ropeCS                    []float32 // cos/sin pairs per token
+	ropeCSLocal               []float32 // the same for sliding-window layers (gemma3)
 	pos                       []int     // position of each stacked token
 	outRows                   []int     // stacked indices of tokens that need logits
 	xOut, logits              []float32
@@ -43,5 +44,6 @@ func (s *scratch) size(c *Config, tokens int) {
 	s.up = grow(s.up, tokens*c.FF)
 	s.hidden = grow(s.hidden, tokens*c.FF)
 	s.ropeCS = grow(s.ropeCS, tokens*c.RopeDim)
+	s.ropeCSLocal = grow(s.ropeCSLocal, tokens*c.RopeDim)
 	s.pos = grow(s.pos, tokens)
 }
