@@ -47,6 +47,8 @@ type commonRequest struct {
 	PresencePenalty     *float64           `json:"presence_penalty"`
 	FrequencyPenalty    *float64           `json:"frequency_penalty"`
 	RepetitionPenalty   *float64           `json:"repetition_penalty"`
+
+	structuredRequest
 }
 
 type completionRequest struct {

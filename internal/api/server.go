@@ -78,7 +78,8 @@ type Server struct {
 	metrics  *metrics
 	mux      *http.ServeMux
 	chatTmpl *chat.Template
-	chatErr  error // why chat is unavailable, when chatTmpl is nil
+	chatErr  error      // why chat is unavailable, when chatTmpl is nil
+	gvocab   vocabulary // the vocabulary trie for structured output
 
 	// base is cancelled when Shutdown gives up waiting; every generation
 	// context derives from it.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bulkhead-llm/bulkhead/internal/sample"
 	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
 
@@ -45,6 +46,9 @@ type Sampling struct {
 	FrequencyPenalty  float32
 	RepetitionPenalty float32 // 0 or 1 disables
 	MinTokens         int
+	// Constraint, when set, masks the logits after the adjustments
+	// (structured output). It is stateful: one per request, never shared.
+	Constraint sample.Constraint
 }
 
 // TokenLogprob is one candidate token and its natural-log probability.
