@@ -12,7 +12,7 @@ func TestGBNFMatches(t *testing.T) {
 	}{
 		{`root ::= "a" | "b" "c"`, []string{"a", "bc"}, []string{"", "b", "ac", "abc"}},
 		{`root ::= [a-c]+ "!"?`, []string{"a", "abc!", "cc"}, []string{"", "!", "ad"}},
-		{`root ::= [^a-c]`, []string{"d", "é", "日"}, []string{"a", "", "\xff", "dd"}},
+		{`root ::= [^a-c]`, []string{"d", "é", "日", "\U0010ffff"}, []string{"a", "", "\xff", "dd", "\xed\xa0\x80", "\xc0\x80", "\xf4\x90\x80\x80"}},
 		{`root ::= ( "x" | y ){2,3}
 y ::= "\x79" # comment`, []string{"xx", "xyx", "yyy"}, []string{"x", "xxxx"}},
 		{`root ::= "q" [0-9]{3}`, []string{"q123"}, []string{"q12", "q1234"}},
@@ -27,9 +27,16 @@ y ::= "\x79" # comment`, []string{"xx", "xyx", "yyy"}, []string{"x", "xxxx"}},
 		if err != nil {
 			t.Fatalf("%q: %v", c.gbnf, err)
 		}
+		pieces := [][]byte{nil, []byte("a"), []byte("ab"), []byte("abc"), []byte("x"), []byte("xy"), []byte("é"), {0xc3}, {0xa9}, []byte("привет"), []byte("при"), []byte("\n\""), []byte("q12"), []byte("3")}
+		v := NewVocab(pieces)
 		for _, s := range c.yes {
 			if !g.Match([]byte(s)) {
 				t.Errorf("%q should match %q", c.gbnf, s)
+			}
+			m := NewMatcher(g)
+			for i := range len(s) {
+				checkMask(t, m, v, pieces)
+				m.Advance([]byte{s[i]})
 			}
 		}
 		for _, s := range c.no {
