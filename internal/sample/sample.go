@@ -170,6 +170,10 @@ func (s *Sampler) draw(logits []float32) int32 {
 			prob[i] = -1
 			continue
 		}
+		if math.IsInf(float64(v), -1) { // masked (grammar, min_tokens): exp would give 0 slowly
+			prob[i] = 0
+			continue
+		}
 		prob[i] = math.Exp((float64(v) - top) * invT)
 		total += prob[i]
 	}
