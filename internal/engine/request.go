@@ -47,8 +47,9 @@ type Sampling struct {
 	RepetitionPenalty float32 // 0 or 1 disables
 	MinTokens         int
 	// Constraint, when set, masks the logits after the adjustments
-	// (structured output). It is stateful: one per request, never shared.
-	Constraint sample.Constraint
+	// (structured output). It is stateful: one per request, never shared,
+	// and lives in this process only: it does not cross the worker wire.
+	Constraint sample.Constraint `json:"-"`
 }
 
 // TokenLogprob is one candidate token and its natural-log probability.
