@@ -80,6 +80,7 @@ type Server struct {
 	chatTmpl *chat.Template
 	chatErr  error      // why chat is unavailable, when chatTmpl is nil
 	gvocab   vocabulary // the vocabulary trie for structured output
+	grammars grammarCache
 
 	// base is cancelled when Shutdown gives up waiting; every generation
 	// context derives from it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/grammar"
@@ -32,7 +33,7 @@ type responseFormat struct {
 }
 
 // compile returns the request's grammar, or nil when output is free.
-func (r *structuredRequest) compile() (*grammar.Grammar, *apiError) {
+func (r *structuredRequest) compile(gc *grammarCache) (*grammar.Grammar, *apiError) {
 	var g *grammar.Grammar
 	given := ""
 	set := func(param string, gg *grammar.Grammar) *apiError {
@@ -60,7 +61,10 @@ func (r *structuredRequest) compile() (*grammar.Grammar, *apiError) {
 				return nil, invalid("response_format", "invalid_value", "response_format json_schema needs json_schema.schema")
 			}
 			strict := f.JSONSchema.Strict != nil && *f.JSONSchema.Strict
-			gg, _, err := grammar.CompileSchema(f.JSONSchema.Schema, strict)
+			gg, err := gc.get(fmt.Sprintf("schema %v %s", strict, f.JSONSchema.Schema), func() (*grammar.Grammar, error) {
+				g, _, err := grammar.CompileSchema(f.JSONSchema.Schema, strict)
+				return g, err
+			})
 			if err != nil {
 				return nil, invalid("response_format", "invalid_value", "response_format.json_schema.schema: %v", err)
 			}
@@ -72,7 +76,7 @@ func (r *structuredRequest) compile() (*grammar.Grammar, *apiError) {
 		}
 	}
 	if r.Grammar != nil && *r.Grammar != "" {
-		gg, err := grammar.ParseGBNF(*r.Grammar)
+		gg, err := gc.get("gbnf "+*r.Grammar, func() (*grammar.Grammar, error) { return grammar.ParseGBNF(*r.Grammar) })
 		if err != nil {
 			return nil, invalid("grammar", "invalid_value", "grammar: %v", err)
 		}
@@ -81,7 +85,7 @@ func (r *structuredRequest) compile() (*grammar.Grammar, *apiError) {
 		}
 	}
 	if r.Regex != nil {
-		gg, err := grammar.CompileRegex(*r.Regex)
+		gg, err := gc.get("regex "+*r.Regex, func() (*grammar.Grammar, error) { return grammar.CompileRegex(*r.Regex) })
 		if err != nil {
 			return nil, invalid("regex", "invalid_value", "regex: %v", err)
 		}
@@ -133,7 +137,7 @@ func (s *Server) vocab() (*vocabulary, error) {
 // applyStructured compiles the request's grammar, if any, into p's sampler
 // settings.
 func (s *Server) applyStructured(r *structuredRequest, p *genParams) *apiError {
-	g, e := r.compile()
+	g, e := r.compile(&s.grammars)
 	if e != nil || g == nil {
 		return e
 	}
@@ -148,4 +152,34 @@ func (s *Server) applyStructured(r *structuredRequest, p *genParams) *apiError {
 		return nil
 	}, vc.eog)
 	return nil
+}
+
+// grammarCache keeps compiled grammars by source, so that requests with
+// the same schema or grammar share one Grammar and with it its memo of
+// token masks. It holds at most maxCachedGrammars and then starts again.
+type grammarCache struct {
+	mu sync.Mutex
+	m  map[string]*grammar.Grammar
+}
+
+const maxCachedGrammars = 256
+
+func (c *grammarCache) get(key string, compile func() (*grammar.Grammar, error)) (*grammar.Grammar, error) {
+	c.mu.Lock()
+	g, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return g, nil
+	}
+	g, err := compile()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedGrammars {
+		c.m = map[string]*grammar.Grammar{}
+	}
+	c.m[key] = g
+	c.mu.Unlock()
+	return g, nil
 }

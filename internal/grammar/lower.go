@@ -24,12 +24,13 @@ func (e *elem) has(b byte) bool { return e.set[b>>6]&(1<<(b&63)) != 0 }
 
 // Grammar is a compiled grammar: the rules' alternatives laid out in one
 // element array, each alternative ending with eEnd. It is immutable and
-// safe to share between matchers.
+// safe to share between matchers; it memoises token masks (see Mask).
 type Grammar struct {
 	elems []elem
 	alts  [][]int32 // rule → start positions of its alternatives
 	names []string
 	root  int32
+	masks maskCache
 }
 
 // maxElems bounds a program's size (about 40 bytes per element).

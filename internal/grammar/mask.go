@@ -1,6 +1,9 @@
 package grammar
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // Vocab is a byte trie over a vocabulary's token pieces, built once per
 // tokenizer and shared by every request.
@@ -62,21 +65,41 @@ func (m Mask) set(id int32) { m[id>>6] |= 1 << (id & 63) }
 // byte, and an edge that kills every stack prunes its subtree. Results are
 // memoised by state key, since a JSON string's interior and similar states
 // recur at almost every step.
+//
+// The memo lives in the Grammar, shared by every matcher (and request) over
+// it: a state's key depends only on the grammar's positions, so the masks
+// a schema needs are computed about once per server, not once per request.
 func (m *Matcher) Mask(v *Vocab) Mask {
-	if mk, ok := m.memo[m.cur.key]; ok && m.memoVocab == v {
-		return mk
+	c := &m.g.masks
+	c.mu.Lock()
+	if c.vocab == v {
+		if mk, ok := c.m[m.cur.key]; ok {
+			c.mu.Unlock()
+			return mk
+		}
 	}
+	c.mu.Unlock()
 	out := make(Mask, (v.n+63)/64)
 	m.walk(v, 0, &m.cur, out)
-	if m.memo == nil || m.memoVocab != v || len(m.memo) >= maxMemo {
-		m.memo, m.memoVocab = map[uint64]Mask{}, v
+	c.mu.Lock()
+	if c.m == nil || c.vocab != v || len(c.m) >= maxMemo {
+		c.m, c.vocab = map[uint64]Mask{}, v
 	}
-	m.memo[m.cur.key] = out
+	c.m[m.cur.key] = out
+	c.mu.Unlock()
 	return out
 }
 
-// maxMemo bounds the masks a matcher keeps.
-const maxMemo = 256
+// maxMemo bounds the masks a grammar keeps (about 6 KB each for a 50k
+// vocabulary); past it the memo starts again.
+const maxMemo = 1024
+
+// maskCache is a grammar's memo of masks by state key, for one vocabulary.
+type maskCache struct {
+	mu    sync.Mutex
+	vocab *Vocab
+	m     map[uint64]Mask
+}
 
 func (m *Matcher) walk(v *Vocab, at int32, s *State, out Mask) {
 	n := &v.nodes[at]

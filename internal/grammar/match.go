@@ -96,11 +96,9 @@ func (b *builder) expand(pos int32, next *node) {
 
 // Matcher is a recogniser's current state over one grammar.
 type Matcher struct {
-	g         *Grammar
-	cur       State
-	b         builder
-	memo      map[uint64]Mask
-	memoVocab *Vocab
+	g   *Grammar
+	cur State
+	b   builder
 }
 
 // NewMatcher starts at the beginning of g's root rule.

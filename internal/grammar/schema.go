@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // JSON text as GBNF. ws allows what formatted JSON uses between tokens
@@ -30,13 +31,16 @@ array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
 
 // JSONObject is the grammar of any JSON object (response_format
 // json_object).
-func JSONObject() *Grammar {
+// It is one shared grammar, so its mask memo serves every request.
+func JSONObject() *Grammar { return jsonObject() }
+
+var jsonObject = sync.OnceValue(func() *Grammar {
 	g, err := ParseGBNF("root ::= object\n" + jsonPrims)
 	if err != nil {
 		panic(err) // a constant grammar
 	}
 	return g
-}
+})
 
 // SchemaError names the schema location and keyword a schema was refused
 // for.
