@@ -147,12 +147,30 @@ func (c *Constraint) Mask(logits []float32) {
 			c.keep = append(c.keep, logits[id])
 		}
 	}
+	// Word at a time: a full word (common inside strings) costs one test,
+	// an empty one a plain fill.
 	any := false
-	for i := range logits {
-		if mk.Has(int32(i)) {
+	negInf := float32(math.Inf(-1))
+	for w := 0; w*64 < len(logits); w++ {
+		bits := uint64(0)
+		if w < len(mk) {
+			bits = mk[w]
+		}
+		lo, hi := w*64, min(w*64+64, len(logits))
+		switch bits {
+		case ^uint64(0):
 			any = true
-		} else {
-			logits[i] = float32(math.Inf(-1))
+		case 0:
+			for i := lo; i < hi; i++ {
+				logits[i] = negInf
+			}
+		default:
+			any = true
+			for i := lo; i < hi; i++ {
+				if bits&(1<<(i-lo)) == 0 {
+					logits[i] = negInf
+				}
+			}
 		}
 	}
 	k := 0
