@@ -19,6 +19,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		e = checkTokenIDs(&p, s.tok)
 	}
+	if e == nil {
+		e = s.applyStructured(&req.structuredRequest, &p)
+	}
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return

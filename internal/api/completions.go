@@ -17,6 +17,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		e = checkTokenIDs(&p, s.tok)
 	}
+	if e == nil {
+		e = s.applyStructured(&req.structuredRequest, &p)
+	}
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return

@@ -54,6 +54,8 @@ var commonFields = map[string]fieldRule{
 	"ignore_eos": honoured, "min_tokens": honoured, "stop_token_ids": honoured,
 	"logit_bias": honoured, "presence_penalty": honoured, "frequency_penalty": honoured,
 	"repetition_penalty": honoured,
+	// structured output (structured.go), on both endpoints
+	"response_format": honoured, "grammar": honoured, "regex": honoured,
 	// user and safety_identifier are identifiers for abuse tracing; the
 	// server honours them by writing them to the request's log line.
 	"user": honoured, "safety_identifier": honoured,
@@ -79,7 +81,6 @@ var chatFields = merge(commonFields, map[string]fieldRule{
 	"parallel_tool_calls":    honoured, // without tools it has nothing to act on
 	"functions":              never("functions (deprecated) is not supported"),
 	"function_call":          never("function_call (deprecated) is not supported"),
-	"response_format":        only(`response_format is not supported yet; only {"type":"text"}`, `{"type":"text"}`),
 	"store":                  only("store = true is not supported: this server stores no completions", "false"),
 	"metadata":               honoured, // only used with store, which is refused
 	"modalities":             only(`only the "text" modality is supported`, `["text"]`),

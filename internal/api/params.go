@@ -49,6 +49,7 @@ type commonRequest struct {
 	RepetitionPenalty   *float64           `json:"repetition_penalty"`
 
 	llmdFields // kvtransfer.go
+	structuredRequest
 }
 
 type completionRequest struct {

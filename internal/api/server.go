@@ -87,7 +87,9 @@ type Server struct {
 	metrics  *metrics
 	mux      *http.ServeMux
 	chatTmpl *chat.Template
-	chatErr  error // why chat is unavailable, when chatTmpl is nil
+	chatErr  error      // why chat is unavailable, when chatTmpl is nil
+	gvocab   vocabulary // the vocabulary trie for structured output
+	grammars grammarCache
 
 	// base is cancelled when Shutdown gives up waiting; every generation
 	// context derives from it.

@@ -88,7 +88,7 @@ var chatCases = map[string]fieldCase{
 	"functions":              {value: `[{"name":"f"}]`, refuse: true},
 	"prediction":             {value: `{"type":"content","content":"x"}`, refuse: true},
 	"prompt_cache_options":   {value: `{}`, refuse: true},
-	"response_format":        {value: `{"type":"json_object"}`, refuse: true},
+	"response_format":        {value: `{"type":"json_object"}`, check: func(r engine.Request) string { return want(r.Sampling.Constraint != nil, "response_format constraint") }},
 	"tool_choice":            {value: `"auto"`, refuse: true},
 	"tools":                  {value: `[{"type":"function","function":{"name":"f"}}]`, refuse: true},
 	"web_search_options":     {value: `{}`, refuse: true},

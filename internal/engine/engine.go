@@ -293,6 +293,7 @@ func samplerParams(req Request, stopSet []int32) sample.Params {
 		TopP: float64(sp.TopP), MinP: float64(sp.MinP), Seed: sp.Seed,
 		LogitBias: sp.LogitBias, PresencePenalty: sp.PresencePenalty, FrequencyPenalty: sp.FrequencyPenalty,
 		RepetitionPenalty: sp.RepetitionPenalty, MinTokens: sp.MinTokens,
+		Constraint: sp.Constraint,
 	}
 	if sp.MinTokens > 0 {
 		p.Suppress = stopSet

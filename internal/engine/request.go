@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bulkhead-llm/bulkhead/internal/sample"
 	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
 
@@ -45,6 +46,10 @@ type Sampling struct {
 	FrequencyPenalty  float32
 	RepetitionPenalty float32 // 0 or 1 disables
 	MinTokens         int
+	// Constraint, when set, masks the logits after the adjustments
+	// (structured output). It is stateful: one per request, never shared,
+	// and lives in this process only: it does not cross the worker wire.
+	Constraint sample.Constraint `json:"-"`
 }
 
 // TokenLogprob is one candidate token and its natural-log probability.

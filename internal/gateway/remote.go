@@ -63,6 +63,10 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 		return nil, lengthErr
 	case req.MaxTokens < 1:
 		return nil, fmt.Errorf("%w: max tokens %d must be at least 1", engine.ErrInvalidRequest, req.MaxTokens)
+	case req.Sampling.Constraint != nil:
+		// The constraint is a live matcher; the workers would need the
+		// grammar itself. Refused rather than silently dropped.
+		return nil, fmt.Errorf("%w: structured output (response_format, grammar, regex) is not supported through the gateway yet", engine.ErrInvalidRequest)
 	}
 	decs, pre := g.ranked(worker.Decode), g.pick(worker.Prefill)
 	if len(decs) == 0 || pre == nil {

@@ -49,6 +49,18 @@ type Params struct {
 	MinTokens         int
 	Suppress          []int32
 	Prompt            []int32
+
+	// Constraint, when set, masks the adjusted logits (a grammar for
+	// structured output) and is told every drawn token.
+	Constraint Constraint
+}
+
+// Constraint restricts which tokens may be drawn. Mask sets disallowed
+// logits to -Inf in place (in the sampler's scratch copy); Accept is called
+// with each drawn token.
+type Constraint interface {
+	Mask(logits []float32)
+	Accept(tok int32)
 }
 
 // Validate checks the ranges (OpenAI's and llama.cpp's).
@@ -77,6 +89,7 @@ type Sampler struct {
 	cand []candidate
 	prob []float64 // per-token scratch
 	adj  adjuster
+	cbuf []float32 // scratch for a constraint when no adjustment copied
 }
 
 type candidate struct {
@@ -115,8 +128,19 @@ func Greedy(logits []float32) int32 {
 // copy first; logits itself is not modified. Every drawn token is recorded
 // for the penalties, so one Sampler serves exactly one sequence.
 func (s *Sampler) Sample(logits []float32) int32 {
-	tok := s.draw(s.adj.apply(logits))
+	adj := s.adj.apply(logits)
+	if c := s.p.Constraint; c != nil {
+		if len(adj) > 0 && &adj[0] == &logits[0] {
+			s.cbuf = append(s.cbuf[:0], logits...)
+			adj = s.cbuf
+		}
+		c.Mask(adj)
+	}
+	tok := s.draw(adj)
 	s.adj.record(tok)
+	if c := s.p.Constraint; c != nil {
+		c.Accept(tok)
+	}
 	return tok
 }
 
@@ -144,6 +168,10 @@ func (s *Sampler) draw(logits []float32) int32 {
 	for i, v := range logits {
 		if v != v {
 			prob[i] = -1
+			continue
+		}
+		if math.IsInf(float64(v), -1) { // masked (grammar, min_tokens): exp would give 0 slowly
+			prob[i] = 0
 			continue
 		}
 		prob[i] = math.Exp((float64(v) - top) * invT)
