@@ -33,7 +33,7 @@ fi
 passed=$(grep -c -- '--- PASS' "$log" || true)
 failed=$(grep -c -- '--- FAIL' "$log" || true)
 skipped=$(grep -c -- '--- SKIP' "$log" || true)
-echo "tests (with subtests): $passed passed, $failed failed, $skipped skipped"
+echo "tests: $passed passed, $failed failed, $skipped skipped (counting subtests)"
 
 # deploy/ is its own module (Helm and the Kubernetes types stay out of the
 # server's go.mod): render the chart for each mode and decode every object.
