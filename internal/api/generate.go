@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
-	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/incident"
+	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
 
 // tokenLP is one generated token's logprob information.
@@ -49,12 +50,16 @@ func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *ge
 	if len(prompt) == 0 {
 		return nil, invalid(param, "invalid_value", "the prompt is empty")
 	}
-	if len(prompt)+1 > maxCtx {
-		if !leakrepro.Enabled {
-			return nil, contextLengthError(param, &engine.ContextLengthError{PromptTokens: len(prompt), Limit: maxCtx - 1, MaxContext: maxCtx})
+	if err := sched.CheckPromptLength(len(prompt), sched.Limits{MaxContext: maxCtx}); err != nil {
+		var cle *engine.ContextLengthError
+		if !errors.As(err, &cle) {
+			return nil, engineError(err, param, info.id)
 		}
-		// leakrepro builds: pass the oversized prompt on, as the vulnerable
-		// engine did (see internal/leakrepro).
+		if !incident.Active().PassOversized() {
+			return nil, contextLengthError(param, cle)
+		}
+		// An incident reproduction passes the oversized prompt on, as the
+		// vulnerable engine did (see internal/incident).
 		p.maxTokens = max(1, min(p.maxTokens, 32))
 	} else if e := p.fitMaxTokens(param, len(prompt), maxCtx, p.defaultMax); e != nil {
 		return nil, e

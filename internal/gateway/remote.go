@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
-	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/incident"
 	"github.com/bulkhead-llm/bulkhead/internal/sched"
 	"github.com/bulkhead-llm/bulkhead/internal/worker"
 )
@@ -59,7 +59,7 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 	switch {
 	case len(req.Prompt) == 0:
 		return nil, fmt.Errorf("%w: the prompt is empty", engine.ErrInvalidRequest)
-	case lengthErr != nil && !leakrepro.Enabled:
+	case lengthErr != nil && !incident.Active().PassOversized():
 		return nil, lengthErr
 	case req.MaxTokens < 1:
 		return nil, fmt.Errorf("%w: max tokens %d must be at least 1", engine.ErrInvalidRequest, req.MaxTokens)

@@ -3,7 +3,7 @@ package kvcache
 import (
 	"errors"
 	"fmt"
-	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/incident"
 )
 
 // ErrOwnership matches every failed ownership check (DESIGN I2).
@@ -147,7 +147,7 @@ func (p *Pool) checkLocked(t *PageTable, pos, n int) error {
 		default:
 			return fail(i, e, ViolationFreed)
 		}
-		if int32(read) > pg.written && !leakrepro.Enabled {
+		if int32(read) > pg.written && !incident.Active().SkipWrittenCheck() {
 			return fail(i, e, ViolationUnwritten)
 		}
 	}

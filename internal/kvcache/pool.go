@@ -117,6 +117,11 @@ func (p *Pool) PageF32(layer, pg int) (k, v []float32) {
 	return p.k32[layer][off : off+p.pageElems : off+p.pageElems], p.v32[layer][off : off+p.pageElems : off+p.pageElems]
 }
 
+// Pages is the number of page ids the store holds, the sentinel included:
+// every valid id is below it. The model's forward pass asks for it (its
+// pageCounter) to refuse a page id outside the store before indexing it.
+func (p *Pool) Pages() int { return len(p.pages) }
+
 // UsablePages is the number of pages the pool hands out (the sentinel excluded).
 func (p *Pool) UsablePages() int { return len(p.pages) - 1 }
 

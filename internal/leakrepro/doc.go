@@ -17,8 +17,12 @@
 // and decode accepts the handoff without comparing the transferred length
 // (I4, I5 off).
 //
-// Release builds never set the tag: Enabled is the constant false there, so
-// every branch on it is removed by the compiler. `bulkhead audit` against a
+// The checks themselves hold no trace of this package: each asks
+// incident.Active() (see internal/incident), which is incident.Strict unless
+// this package's leakrepro-tagged policy.go installed the reproduction at
+// init. Only cmd/bulkhead's leakrepro.go, also tagged, imports this package,
+// so release builds do not link the reproduction at all
+// (TestReleaseBinaryHoldsNoReproductionCode checks the symbols). `bulkhead audit` against a
 // leakrepro build reports a LEAK quoting another tenant's canary; against a
 // normal build it passes. Both runs are tests in cmd/bulkhead.
 package leakrepro

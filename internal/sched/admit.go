@@ -3,7 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
-	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/incident"
 )
 
 // ErrContextLength matches a prompt too long to serve (an HTTP 400
@@ -78,7 +78,7 @@ type Admitted struct {
 	req   Request
 	state State
 	spent bool // queued once already
-	stale bool // leakrepro builds only: runs its last token on unwritten pages
+	stale bool // a placeholder (incident.Policy): runs its last token on unwritten pages
 }
 
 // Request returns the admitted request.
@@ -102,10 +102,12 @@ func Admit(r Request, lim Limits) (*Admitted, error) {
 		return reject(fmt.Errorf("sched: request %d max tokens %d < 1: %w", r.ID, r.MaxTokens, ErrBadRequest))
 	case r.PrefillOnly && len(r.Prompt) < 2:
 		return reject(fmt.Errorf("sched: request %d: a prefill-only prompt needs 2 tokens or more: %w", r.ID, ErrBadRequest))
-	case leakrepro.Enabled && (len(r.Prompt)+1 > lim.MaxContext || len(r.Prompt)+1 > lim.PoolTokens):
-		return placeholder(r, lim), nil
 	}
 	if err := CheckPromptLength(len(r.Prompt), lim); err != nil {
+		if p, ok := incident.Active().Placeholder(r.Prompt, lim.MaxContext, lim.PoolTokens); ok {
+			r.Prompt = p
+			return &Admitted{req: r, state: StateAdmitted, stale: true}, nil
+		}
 		return reject(err)
 	}
 	next, err := Transition(state, EvAdmit)
@@ -113,19 +115,6 @@ func Admit(r Request, lim Limits) (*Admitted, error) {
 		return nil, err
 	}
 	return &Admitted{req: r, state: next}, nil
-}
-
-// placeholder is the incident's mechanism, compiled in leakrepro builds only
-// (see internal/leakrepro): instead of refusing an oversized prompt, keep the
-// request with its last token as a one-token placeholder, positioned as if
-// the rest of a (clipped) prompt were already in its pages. 32 positions are
-// left for output.
-func placeholder(r Request, lim Limits) *Admitted {
-	reserve := max(1, min(len(r.Prompt), lim.MaxContext, lim.PoolTokens)-32)
-	prompt := make([]int32, reserve)
-	prompt[reserve-1] = r.Prompt[len(r.Prompt)-1]
-	r.Prompt = prompt
-	return &Admitted{req: r, state: StateAdmitted, stale: true}
 }
 
 // ErrPoolTooSmall matches a pool that cannot hold one maximum-length request.

@@ -2,7 +2,7 @@ package sched
 
 import (
 	"fmt"
-	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/incident"
 	"slices"
 )
 
@@ -34,7 +34,7 @@ func (s *Scheduler) Complete(sampled []int32) ([]Update, error) {
 			continue
 		}
 		q.computed += len(it.Tokens)
-		if !leakrepro.Enabled {
+		if !incident.Active().SkipPrefixCache() {
 			s.pool.Cache(q.pt, q.req.Salt, q.tokens[:q.computed])
 		}
 		if q.req.PrefillOnly && q.computed == q.target() {

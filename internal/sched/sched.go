@@ -48,7 +48,7 @@ type seq struct {
 	generated   int
 	pages       []int32  // reused buffer for the plan's page list
 	planned     uint64   // the step that last planned it
-	stale       bool     // leakrepro builds only: see placeholder
+	stale       bool     // admitted as an incident.Policy placeholder
 	incoming    bool     // decode side of a transfer: KV arrives from prefill
 	handoff     *Handoff // prefill side, Transferring: pages leased to the transfer
 	cached      int      // prompt tokens the prefix cache supplied on first start

@@ -3,7 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
-	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/incident"
 	"slices"
 
 	"github.com/bulkhead-llm/bulkhead/internal/kvcache"
@@ -78,11 +78,12 @@ func (s *Scheduler) Step() (*Plan, error) {
 
 // start prepares a waiting q to run: its table takes the cached prefix.
 func (s *Scheduler) start(q *seq) error {
-	if leakrepro.Enabled {
-		if q.stale { // pretend the prompt's KV is in the pages it is given
-			q.computed = len(q.tokens) - 1
-		}
-		return nil // no prefix cache: freed pages go straight back to the free list
+	if q.stale { // pretend the prompt's KV is in the pages it is given
+		q.computed = len(q.tokens) - 1
+		return nil
+	}
+	if incident.Active().SkipPrefixCache() {
+		return nil // freed pages go straight back to the free list
 	}
 	n, err := s.pool.MatchPrefix(q.pt, q.req.Salt, q.tokens)
 	if err != nil {

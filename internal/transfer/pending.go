@@ -17,10 +17,12 @@ type PageSink interface {
 	// (little-endian elements of the layout's dtype) into logical page page
 	// of layer layer. kv is valid only during the call.
 	WriteKV(layer, page, slots int, kv []byte) error
-	// Drop releases the reservation. The receiver calls it exactly once, when
-	// the transfer fails, times out or is canceled, and never calls WriteKV
-	// after it. On success it is not called: the pages now belong to the
-	// decoding request.
+	// Drop tells the sink the transfer failed, timed out or was canceled.
+	// The receiver calls it exactly once, then, and never calls WriteKV
+	// after it; on success it is not called. Drop does not release the
+	// reservation: the same error reaches Pending.Await, and the reservation's
+	// owner releases the pages there (decode's worker passes it to
+	// engine.Reservation.Done), so release happens in one place.
 	Drop()
 }
 
@@ -93,8 +95,8 @@ func (p *Pending) fail(err error) {
 	p.mu.Unlock()
 }
 
-// finishLocked moves the request to its terminal state once, releasing the
-// reservation on failure. It returns whether this call ended it and the
+// finishLocked moves the request to its terminal state once, telling the
+// sink on failure (Await's caller releases the reservation). It returns whether this call ended it and the
 // connection that was streaming it.
 func (p *Pending) finishLocked(err error) (bool, *rconn) {
 	if p.finished {

@@ -46,13 +46,13 @@ func (s StoreSource) AppendKV(dst []byte, layer, page, slots int) ([]byte, error
 }
 
 // StoreSink is a PageSink over a KV store: Pages are the physical pages
-// decode reserved, in logical order; OnDrop returns them to the pool.
+// decode reserved, in logical order. It owns none of them: they go back to
+// the pool when Await's error reaches the reservation (see PageSink.Drop).
 type StoreSink struct {
-	Store  KVPages
-	DType  gguf.Type
-	KVDim  int
-	Pages  []int32
-	OnDrop func()
+	Store KVPages
+	DType gguf.Type
+	KVDim int
+	Pages []int32
 }
 
 // WriteKV implements PageSink.
@@ -79,12 +79,8 @@ func (s StoreSink) WriteKV(layer, page, slots int, kv []byte) error {
 	return nil
 }
 
-// Drop implements PageSink.
-func (s StoreSink) Drop() {
-	if s.OnDrop != nil {
-		s.OnDrop()
-	}
-}
+// Drop implements PageSink. A StoreSink holds nothing to release.
+func (s StoreSink) Drop() {}
 
 // nativeLE reports a little-endian host, where element slices are copied as
 // bytes instead of converted one by one.

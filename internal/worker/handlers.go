@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
-	"github.com/bulkhead-llm/bulkhead/internal/leakrepro"
+	"github.com/bulkhead-llm/bulkhead/internal/incident"
 	"github.com/bulkhead-llm/bulkhead/internal/transfer"
 )
 
@@ -38,7 +38,7 @@ func (w *Worker) decode(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		events, handoff = res.Events, len(req.Prompt)-1
-		if leakrepro.Enabled && len(req.Prompt)+1 > w.eng.MaxContext() {
+		if len(req.Prompt)+1 > w.eng.MaxContext() && incident.Active().PassOversized() {
 			// The vulnerable engine's handoff check asked only whether the
 			// transfer "finished"; a rejected request's placeholder had.
 			res.Done(nil)
@@ -87,7 +87,7 @@ func (w *Worker) prefill(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if leakrepro.Enabled && len(pr.Request.Prompt)+1 > w.eng.MaxContext() {
+	if len(pr.Request.Prompt)+1 > w.eng.MaxContext() && incident.Active().PassOversized() {
 		// The incident: the oversized request was "rejected" and drained
 		// with a placeholder; prefill reported it done.
 		writeJSON(rw, http.StatusOK, PrefillResponse{})

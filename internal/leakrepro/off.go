@@ -1,6 +1,0 @@
-//go:build !leakrepro
-
-package leakrepro
-
-// Enabled is false in every normal build.
-const Enabled = false
