@@ -23,6 +23,7 @@ type moe struct {
 
 	// Step buffers, grown only (the model serialises Forward).
 	logits, w []float32
+	p         []float32 // one token's router probabilities
 	sel       []int
 	xe, ge    []float32
 	ue, he    []float32
@@ -70,7 +71,8 @@ func (x *moe) route(c *Config, total int) {
 			mx = max(mx, v)
 		}
 		var sum float32
-		p := make([]float32, X)
+		x.p = grow(x.p, X)
+		p := x.p
 		for i, v := range l {
 			p[i] = float32(math.Exp(float64(v - mx)))
 			sum += p[i]

@@ -45,7 +45,8 @@ func f32MathRef(stem string) string {
 }
 
 // defaultTolerance is the zoo README's guidance against the default
-// (F16 KV, flash attention) reference: 3e-2 for F32/F16, 6e-2 for BF16,
+// (F16 KV, flash attention) reference: about 3e-2 for F32/F16 (its own
+// default-vs-f32-math spread reaches 3.1e-2, hence 3.5e-2), 6e-2 for BF16,
 // and for int8 activations its measured 0.2–0.9 spread, hence 1.0.
 func defaultTolerance(f *gguf.File) float64 {
 	if !exactPath(f) {
@@ -56,7 +57,7 @@ func defaultTolerance(f *gguf.File) float64 {
 			return 6e-2
 		}
 	}
-	return 3e-2
+	return 3.5e-2
 }
 
 // exactPath reports whether every matrix of f is computed with float32
