@@ -124,15 +124,10 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	}
 	ls := newLateServer(ctx, g, trackedGateway{g, pm}, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
 	uiOpts := o.ui.options(pagemap.Options{Metrics: ls.MetricsHandler()})
-	stopAdmin, err := o.trust.startAdmin(ls.MetricsHandler(), pagemap.New(uiOpts), logger)
+	stop, err := startOperatorViews(&o.trust, &o.ui, ls.MetricsHandler(), uiOpts, logger, stderr)
 	if err != nil {
 		return err
 	}
-	defer stopAdmin()
-	stopUI, err := o.ui.start(uiOpts, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopUI()
+	defer stop()
 	return listenAndServe(ctx, o.listen, ls, o.drain, logger, ready)
 }

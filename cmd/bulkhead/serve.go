@@ -116,16 +116,11 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	}
 	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, trackedEngine{eng, pm}, m.Tok, tenants, logger)
 	uiOpts := o.ui.options(pagemap.Options{Sources: []pagemap.Source{{Role: "serve", Engine: eng}}, Metrics: srv.MetricsHandler()})
-	stopAdmin, err := o.trust.startAdmin(srv.MetricsHandler(), pagemap.New(uiOpts), logger)
+	stop, err := startOperatorViews(&o.trust, &o.ui, srv.MetricsHandler(), uiOpts, logger, stderr)
 	if err != nil {
 		return err
 	}
-	defer stopAdmin()
-	stopUI, err := o.ui.start(uiOpts, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopUI()
+	defer stop()
 	return listenAndServe(ctx, o.listen, srv, o.drain, logger, ready)
 }
 

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -70,4 +71,19 @@ func requireLoopback(addr string) error {
 		return errors.New("--ui-listen " + addr + ": the page map shows tenant names, so it listens only on a loopback address (127.0.0.1 or [::1]) until the admin listener serves it")
 	}
 	return nil
+}
+
+// startOperatorViews serves metrics and the page map on the admin listener,
+// and the page map on --ui-listen when set; stop ends both.
+func startOperatorViews(t *trustOptions, u *uiOptions, metrics http.Handler, uiOpts pagemap.Options, log *slog.Logger, stderr io.Writer) (stop func(), err error) {
+	stopAdmin, err := t.startAdmin(metrics, pagemap.New(uiOpts), log)
+	if err != nil {
+		return nil, err
+	}
+	stopUI, err := u.start(uiOpts, stderr)
+	if err != nil {
+		stopAdmin()
+		return nil, err
+	}
+	return func() { stopUI(); stopAdmin() }, nil
 }

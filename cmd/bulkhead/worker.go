@@ -83,16 +83,11 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 		return err
 	}
 	uiOpts := pagemap.Options{Sources: []pagemap.Source{{Role: string(role), Engine: eng}}, Metrics: pm.Handler()}
-	stopAdmin, err := o.trust.startAdmin(pm.Handler(), pagemap.New(uiOpts), logger)
+	stop, err := startOperatorViews(&o.trust, &o.ui, pm.Handler(), uiOpts, logger, stderr)
 	if err != nil {
 		return err
 	}
-	defer stopAdmin()
-	stopUI, err := o.ui.start(uiOpts, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopUI()
+	defer stop()
 	info := w.Info()
 	var tlsCfg *tls.Config
 	if creds != nil {
