@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,6 +88,13 @@ func (t *counter) Count(ctx context.Context, text string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if n == tooLongToCount {
+		// A server that bounds its tokenizer (bulkhead counts up to a few
+		// contexts) refuses to count a text far past its context; such a
+		// text is only ever a probe the server must refuse, so an
+		// estimate places it well enough.
+		return estimateTokens(t.style, text), nil
+	}
 	if n <= 0 {
 		return 0, fmt.Errorf("%w: /tokenize stopped answering", ErrConnection)
 	}
@@ -135,11 +143,18 @@ func (t *counter) tokenize(ctx context.Context, s tokShape, text string) (int, e
 	if err != nil {
 		return 0, fmt.Errorf("%w: POST /tokenize: reading body: %v", ErrConnection, err)
 	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("context_length_exceeded")) {
+		return tooLongToCount, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, nil
 	}
 	return parseTokenCount(b), nil
 }
+
+// tooLongToCount is tokenize's answer when the server refused to count a
+// text because it is far longer than its context.
+const tooLongToCount = -1
 
 // parseTokenCount reads a /tokenize answer: vLLM's count, else the length
 // of the tokens array; 0 when the body is not a tokenize answer.

@@ -124,7 +124,7 @@ func TestRunCountsFailuresAndErrorEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for msg, n := range rep.Errors {
-		if n != 2 || !strings.HasPrefix(msg, "HTTP 400") || !strings.Contains(msg, "nope") {
+		if n != 2 || !strings.HasPrefix(msg, "HTTP 404") || !strings.Contains(msg, "nope") {
 			t.Errorf("errors = %v", rep.Errors)
 		}
 	}
