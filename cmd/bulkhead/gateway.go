@@ -121,7 +121,7 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	pm := podmetrics.New(g, nil, podmetrics.Config{Role: "gateway"})
 	ls := newLateServer(ctx, g, trackedGateway{g, pm}, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
 	metrics := adminMetrics(ls.MetricsGatherer, pm.Gatherer())
-	if err := startPodMetrics(ctx, o.metricsListen, metrics, logger); err != nil {
+	if err := startPodMetrics(ctx, o.metricsListen, metrics, true, logger); err != nil {
 		return err
 	}
 	uiOpts := o.ui.options(pagemap.Options{Metrics: metrics})

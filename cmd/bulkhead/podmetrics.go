@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bulkhead-llm/bulkhead/internal/admin"
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/gateway"
 	"github.com/bulkhead-llm/bulkhead/internal/podmetrics"
@@ -23,8 +24,11 @@ func registerMetricsListen(fs *flag.FlagSet, dst *string) {
 	fs.StringVar(dst, "metrics-listen", "", "address of a second listener serving the admin listener's /metrics (with the vLLM-compatible series a cluster router's endpoint picker reads) (default: off)")
 }
 
-// startPodMetrics serves h at /metrics on addr until ctx ends. An empty addr serves nothing.
-func startPodMetrics(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) error {
+// startPodMetrics serves h at /metrics on addr until ctx ends. An empty addr
+// serves nothing. tenantLabels says h carries the API's per-tenant series
+// (serve, gateway), which a non-loopback address exposes like the admin
+// listener's.
+func startPodMetrics(ctx context.Context, addr string, h http.Handler, tenantLabels bool, logger *slog.Logger) error {
 	if addr == "" {
 		return nil
 	}
@@ -44,6 +48,9 @@ func startPodMetrics(ctx context.Context, addr string, h http.Handler, logger *s
 		<-ctx.Done()
 		srv.Close()
 	}()
+	if tenantLabels && !admin.Loopback(addr) {
+		logger.Warn("--metrics-listen is not loopback-only: its /metrics names tenants and their usage; let only the endpoint picker reach it", "addr", ln.Addr().String())
+	}
 	logger.Info("pod metrics", "addr", ln.Addr().String())
 	return nil
 }

@@ -113,7 +113,7 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	pm := engineMetrics("serve", eng, nil)
 	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, trackedEngine{eng, pm}, m.Tok, tenants, logger)
 	metrics := adminMetrics(srv.MetricsGatherer, pm.Gatherer())
-	if err := startPodMetrics(ctx, o.metricsListen, metrics, logger); err != nil {
+	if err := startPodMetrics(ctx, o.metricsListen, metrics, true, logger); err != nil {
 		return err
 	}
 	uiOpts := o.ui.options(pagemap.Options{Sources: []pagemap.Source{{Role: "serve", Engine: eng}}, Metrics: metrics})
