@@ -119,12 +119,13 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 		return err
 	}
 	pm := podmetrics.New(g, nil, podmetrics.Config{Role: "gateway"})
-	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
+	ls := newLateServer(ctx, g, trackedGateway{g, pm}, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
+	metrics := adminMetrics(ls.MetricsGatherer, pm.Gatherer())
+	if err := startPodMetrics(ctx, o.metricsListen, metrics, true, logger); err != nil {
 		return err
 	}
-	ls := newLateServer(ctx, g, trackedGateway{g, pm}, api.Config{ModelID: g.Model(), ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, tenants, logger)
-	uiOpts := o.ui.options(pagemap.Options{Metrics: ls.MetricsHandler()})
-	stop, err := startOperatorViews(&o.trust, &o.ui, ls.MetricsHandler(), uiOpts, logger, stderr)
+	uiOpts := o.ui.options(pagemap.Options{Metrics: metrics})
+	stop, err := startOperatorViews(&o.trust, &o.ui, metrics, uiOpts, logger, stderr)
 	if err != nil {
 		return err
 	}

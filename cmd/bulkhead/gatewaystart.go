@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/bulkhead-llm/bulkhead/internal/api"
 	"github.com/bulkhead-llm/bulkhead/internal/gateway"
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
@@ -63,6 +65,15 @@ func (ls *lateServer) MetricsHandler() http.Handler {
 		}
 		http.Error(rw, "gateway not started: no worker has answered yet", http.StatusServiceUnavailable)
 	})
+}
+
+// MetricsGatherer is the API server's registry once it exists, and nil
+// before (the admin page then carries the pod metrics alone).
+func (ls *lateServer) MetricsGatherer() prometheus.Gatherer {
+	if s := ls.srv.Load(); s != nil {
+		return s.MetricsGatherer()
+	}
+	return nil
 }
 
 func (ls *lateServer) Shutdown(ctx context.Context) error {

@@ -9,21 +9,26 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/bulkhead-llm/bulkhead/internal/admin"
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 	"github.com/bulkhead-llm/bulkhead/internal/gateway"
 	"github.com/bulkhead-llm/bulkhead/internal/podmetrics"
 )
 
-// The cluster-router metrics endpoint (internal/podmetrics) on its own
-// listener, so an InferencePool's EPP can scrape it with its metrics port
-// override. It moves onto the admin listener once that exists.
+// The cluster-router metrics endpoint (internal/podmetrics). The admin
+// listener serves it merged with the API's series (adminmetrics.go);
+// --metrics-listen serves the same page on a listener of its own, kept so
+// deployments that point the EPP's metrics port at it keep working.
 
 func registerMetricsListen(fs *flag.FlagSet, dst *string) {
-	fs.StringVar(dst, "metrics-listen", "", "address of the vLLM-compatible /metrics endpoint for a cluster router's endpoint picker (default: off)")
+	fs.StringVar(dst, "metrics-listen", "", "address of a second listener serving the admin listener's /metrics (with the vLLM-compatible series a cluster router's endpoint picker reads) (default: off)")
 }
 
-// startPodMetrics serves m on addr until ctx ends. An empty addr serves nothing.
-func startPodMetrics(ctx context.Context, addr string, m *podmetrics.Metrics, logger *slog.Logger) error {
+// startPodMetrics serves h at /metrics on addr until ctx ends. An empty addr
+// serves nothing. tenantLabels says h carries the API's per-tenant series
+// (serve, gateway), which a non-loopback address exposes like the admin
+// listener's.
+func startPodMetrics(ctx context.Context, addr string, h http.Handler, tenantLabels bool, logger *slog.Logger) error {
 	if addr == "" {
 		return nil
 	}
@@ -32,7 +37,7 @@ func startPodMetrics(ctx context.Context, addr string, m *podmetrics.Metrics, lo
 		return &exitCode{2, err}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /metrics", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -43,6 +48,9 @@ func startPodMetrics(ctx context.Context, addr string, m *podmetrics.Metrics, lo
 		<-ctx.Done()
 		srv.Close()
 	}()
+	if tenantLabels && !admin.Loopback(addr) {
+		logger.Warn("--metrics-listen is not loopback-only: its /metrics names tenants and their usage; let only the endpoint picker reach it", "addr", ln.Addr().String())
+	}
 	logger.Info("pod metrics", "addr", ln.Addr().String())
 	return nil
 }

@@ -111,12 +111,13 @@ func serve(ctx context.Context, o serveOptions, stderr io.Writer, ready func(add
 	defer m.Close()
 	defer eng.Close()
 	pm := engineMetrics("serve", eng, nil)
-	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
+	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, trackedEngine{eng, pm}, m.Tok, tenants, logger)
+	metrics := adminMetrics(srv.MetricsGatherer, pm.Gatherer())
+	if err := startPodMetrics(ctx, o.metricsListen, metrics, true, logger); err != nil {
 		return err
 	}
-	srv := api.NewServer(api.Config{ModelID: m.Name, ParseSpecial: o.trust.parseSpecial, Lenient: lenient}, trackedEngine{eng, pm}, m.Tok, tenants, logger)
-	uiOpts := o.ui.options(pagemap.Options{Sources: []pagemap.Source{{Role: "serve", Engine: eng}}, Metrics: srv.MetricsHandler()})
-	stop, err := startOperatorViews(&o.trust, &o.ui, srv.MetricsHandler(), uiOpts, logger, stderr)
+	uiOpts := o.ui.options(pagemap.Options{Sources: []pagemap.Source{{Role: "serve", Engine: eng}}, Metrics: metrics})
+	stop, err := startOperatorViews(&o.trust, &o.ui, metrics, uiOpts, logger, stderr)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 		return err
 	}
 	rejected = w.RejectedHandoffs
-	if err := startPodMetrics(ctx, o.metricsListen, pm, logger); err != nil {
+	if err := startPodMetrics(ctx, o.metricsListen, pm.Handler(), false, logger); err != nil {
 		return err
 	}
 	uiOpts := pagemap.Options{Sources: []pagemap.Source{{Role: string(role), Engine: eng}}, Metrics: pm.Handler()}

@@ -51,6 +51,9 @@ func (c *client) metrics(ctx context.Context, key string) serverMetrics {
 // name across labels (vLLM labels its series by model and engine).
 func parseMetrics(r io.Reader) serverMetrics {
 	m := serverMetrics{PagesTotal: -1, PagesUsed: -1, Usage: -1, Preemptions: -1, PageSize: -1}
+	// bulkhead serves its vllm: series beside its own on one page; its own
+	// pool figures then name the source, whichever comes first.
+	bulkhead := false
 	add := func(dst *float64, v float64) {
 		if *dst < 0 {
 			*dst = 0
@@ -84,7 +87,7 @@ func parseMetrics(r io.Reader) serverMetrics {
 		switch f[0] {
 		case "bulkhead:kv_pages_total":
 			add(&m.PagesTotal, v)
-			m.Source = "bulkhead"
+			bulkhead = true
 		case "bulkhead:kv_pages_used":
 			add(&m.PagesUsed, v)
 		case "bulkhead:num_preemptions_total", "vllm:num_preemptions_total", "vllm:num_preemptions":
@@ -101,6 +104,9 @@ func parseMetrics(r io.Reader) serverMetrics {
 			}
 			m.Source = "vllm"
 		}
+	}
+	if bulkhead {
+		m.Source = "bulkhead"
 	}
 	if m.Usage < 0 && m.PagesTotal > 0 && m.PagesUsed >= 0 {
 		m.Usage = m.PagesUsed / m.PagesTotal
