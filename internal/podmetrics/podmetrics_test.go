@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +42,23 @@ var want = map[string]dto.MetricType{
 	"bulkhead:num_preemptions_total":             dto.MetricType_COUNTER,
 }
 
+// gatedModel can hold every forward pass after a given count, so a test
+// can scrape while requests are certainly mid-generation.
+type gatedModel struct {
+	*model.Model
+	calls, holdAfter atomic.Int64 // holdAfter 0: never hold
+	release          chan struct{}
+}
+
+func (g *gatedModel) Forward(kv model.KVStore, seqs []model.Seq) ([][]float32, error) {
+	if h := g.holdAfter.Load(); g.calls.Add(1) > h && h > 0 {
+		<-g.release
+	}
+	return g.Model.Forward(kv, seqs)
+}
+
+var lastGate *gatedModel // the gate of the last tinyEngine (tests here are not parallel)
+
 func tinyEngine(t testing.TB, tokens, pageSize int) *engine.Engine {
 	t.Helper()
 	sh := model.Shapes["tiny"]
@@ -66,7 +84,9 @@ func tinyEngine(t testing.TB, tokens, pageSize int) *engine.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{MaxContext: 128, VocabSize: m.Config.Vocab}, m, p)
+	g := &gatedModel{Model: m, release: make(chan struct{})}
+	lastGate = g
+	e, err := engine.New(engine.Config{MaxContext: 128, VocabSize: m.Config.Vocab}, g, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +189,15 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 		prompt[i] = int32(i%200 + 1)
 	}
 	var streams []<-chan engine.Event
-	for i := range 3 {
-		req := engine.Request{ID: string(rune('a' + i)), Tenant: "t", Prompt: prompt, MaxTokens: 60, IgnoreEOS: true}
+	// Three long generations (the most the 128-token context allows, and
+	// no preemption in the pool), so a scrape catches them running.
+	const streamsN, genN = 3, 88
+	// The prefill step and two decode steps run; the fourth forward pass
+	// waits until the scrape below has seen the load.
+	gate := lastGate
+	gate.holdAfter.Store(gate.calls.Load() + 3)
+	for i := range streamsN {
+		req := engine.Request{ID: string(rune('a' + i)), Tenant: "t", Prompt: prompt, MaxTokens: genN, IgnoreEOS: true}
 		ch, err := eng.Submit(ctx, req)
 		if err != nil {
 			t.Fatal(err)
@@ -178,12 +205,14 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 		streams = append(streams, m.Track(ctx, len(prompt), ch))
 	}
 	// Read the first token of each so all three have been admitted and
-	// hold KV, then scrape while they are still generating.
+	// hold KV, then hold the forward passes and scrape: they are certainly
+	// still generating.
 	for _, s := range streams {
 		if ev := <-s; ev.Err != nil {
 			t.Fatal(ev.Err)
 		}
 	}
+
 	var loaded map[string]*dto.MetricFamily
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		loaded = scrape(t, h)
@@ -200,6 +229,7 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 	if b, v := value(t, loaded, "bulkhead:kv_cache_usage_perc"), value(t, loaded, "vllm:kv_cache_usage_perc"); b != v {
 		t.Errorf("bulkhead and vllm KV usage differ: %v vs %v", b, v)
 	}
+	close(gate.release)
 	gen := 0
 	for _, s := range streams {
 		for ev := range s {
@@ -213,7 +243,7 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 	}
 	gen += len(streams) // the first tokens read above
 	// A second identical prompt hits the prefix cache.
-	ch, err := eng.Submit(ctx, engine.Request{ID: "d", Tenant: "t", Prompt: prompt, MaxTokens: 2, IgnoreEOS: true})
+	ch, err := eng.Submit(ctx, engine.Request{ID: "z", Tenant: "t", Prompt: prompt, MaxTokens: 2, IgnoreEOS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,12 +271,12 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 	}{
 		{"vllm:num_requests_running", 0},
 		{"vllm:num_requests_waiting", 0},
-		{"vllm:prompt_tokens_total", 4 * 40},
-		{"vllm:prefix_cache_queries_total", 4 * 40},
+		{"vllm:prompt_tokens_total", (streamsN + 1) * 40},
+		{"vllm:prefix_cache_queries_total", (streamsN + 1) * 40},
 		{"vllm:generation_tokens_total", float64(gen)},
-		{"vllm:time_to_first_token_seconds", 4},
-		{"vllm:e2e_request_latency_seconds", 4},
-		{"vllm:inter_token_latency_seconds", float64(gen - 4)},
+		{"vllm:time_to_first_token_seconds", streamsN + 1},
+		{"vllm:e2e_request_latency_seconds", streamsN + 1},
+		{"vllm:inter_token_latency_seconds", float64(gen - (streamsN + 1))},
 		{"bulkhead:kv_handoffs_rejected_total", 3},
 		{"bulkhead:drift_refusals_total", 1},
 		{"bulkhead:kv_ownership_check_failures_total", 0},
@@ -256,8 +286,8 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 			t.Errorf("%s = %v after load, want %v", c.name, v, c.want)
 		}
 	}
-	if gen != 3*60+2 {
-		t.Errorf("generated %d tokens, want %d", gen, 3*60+2)
+	if gen != streamsN*genN+2 {
+		t.Errorf("generated %d tokens, want %d", gen, streamsN*genN+2)
 	}
 	hits := value(t, done, "vllm:prefix_cache_hits_total")
 	if hits <= 0 || hits > value(t, done, "vllm:prefix_cache_queries_total") {
