@@ -108,7 +108,9 @@ func (s *Server) encodeChat(conv chat.Conversation, parse bool) ([]int32, *apiEr
 		}
 	}
 	if forged != "" {
-		return nil, invalid(strings.SplitN(forged, ".", 2)[0], "invalid_value",
+		param, _, _ := strings.Cut(forged, ".")
+		param, _, _ = strings.Cut(param, "[")
+		return nil, invalid(param, "invalid_value",
 			"%s contains control-token text, which is only allowed in a message's string content", forged)
 	}
 	if !anyControl {
