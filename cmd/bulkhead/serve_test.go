@@ -29,9 +29,18 @@ func startServe(t *testing.T) (string, func() error) {
 // and the admin base URLs.
 func startServeAdmin(t *testing.T) (string, string, func() error) {
 	t.Helper()
+	return startServeWith(t, serveOptions{threads: 1, tokenBudget: 256, maxRunning: 8, drain: 10 * time.Second,
+		logLevel: "error", pool: loader.PoolOptions{MaxContext: 1024, KVTokens: 8192}})
+}
+
+// startServeWith runs serve in-process with o on loopback with an admin
+// listener and returns the API and admin base URLs and a stop function
+// (also run at cleanup) that drains it like SIGTERM.
+func startServeWith(t *testing.T, o serveOptions) (string, string, func() error) {
+	t.Helper()
 	admin := make(chan string, 1)
-	o := serveOptions{trust: trustOptions{adminListen: "127.0.0.1:0", onAdmin: func(a string) { admin <- a }}, listen: "127.0.0.1:0", threads: 1, tokenBudget: 256, maxRunning: 8, drain: 10 * time.Second,
-		logLevel: "error", pool: loader.PoolOptions{MaxContext: 1024, KVTokens: 8192}}
+	o.listen = "127.0.0.1:0"
+	o.trust.adminListen, o.trust.onAdmin = "127.0.0.1:0", func(a string) { admin <- a }
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -42,7 +51,8 @@ func startServeAdmin(t *testing.T) (string, string, func() error) {
 		t.Cleanup(func() { stop() })
 		return "http://" + a, "http://" + <-admin, stop
 	case err := <-done:
-		t.Fatal(err)
+		cancel()
+		t.Fatalf("serve: %v", err)
 	}
 	return "", "", nil
 }

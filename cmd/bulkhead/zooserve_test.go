@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,26 +26,14 @@ const zooDir = "../../../shared/testdata/zoo"
 // with a small KV pool so one file per architecture stays quick.
 func startServeModel(t *testing.T, path string) string {
 	t.Helper()
-	o := serveOptions{model: path, name: "zoo", listen: "127.0.0.1:0", threads: 1, tokenBudget: 256, maxRunning: 4, drain: 10 * time.Second,
-		logLevel: "error", pool: loader.PoolOptions{MaxContext: 256, KVTokens: 1024}}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, o, io.Discard, func(a string) { ready <- a }) }()
-	select {
-	case a := <-ready:
-		stop := sync.OnceValue(func() error { cancel(); return <-done })
-		t.Cleanup(func() {
-			if err := stop(); err != nil {
-				t.Errorf("serve %s: %v", path, err)
-			}
-		})
-		return "http://" + a
-	case err := <-done:
-		cancel()
-		t.Fatalf("serve --model %s: %v", path, err)
-	}
-	return ""
+	base, _, stop := startServeWith(t, serveOptions{model: path, name: "zoo", threads: 1, tokenBudget: 256, maxRunning: 4,
+		drain: 10 * time.Second, logLevel: "error", pool: loader.PoolOptions{MaxContext: 256, KVTokens: 1024}})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("serve %s: %v", path, err)
+		}
+	})
+	return base
 }
 
 // zooPromptTokens is what llama.cpp tokenized the first reference prompt

@@ -63,6 +63,12 @@ func BenchmarkTransferTCP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	sendBenchTransfers(b, l, r, s)
+}
+
+// sendBenchTransfers times b.N prompt transfers from s to r.
+func sendBenchTransfers(b *testing.B, l Layout, r *Receiver, s *Sender) {
+	b.Helper()
 	src, dst := newMemKV(l, benchTokens), newMemKV(l, benchTokens)
 	b.SetBytes(l.Bytes(benchTokens))
 	b.ResetTimer()

@@ -147,20 +147,5 @@ func BenchmarkTransferTLS(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	src, dst := newMemKV(l, benchTokens), newMemKV(l, benchTokens)
-	b.SetBytes(l.Bytes(benchTokens))
-	b.ResetTimer()
-	for i := range b.N {
-		id := uint64(i + 1)
-		pend, err := r.Expect(id, id, benchTokens, dst)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Send(context.Background(), Request{ID: id, Nonce: id, Tokens: benchTokens}, src, nil); err != nil {
-			b.Fatal(err)
-		}
-		if err := pend.Await(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	sendBenchTransfers(b, l, r, s)
 }
