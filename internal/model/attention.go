@@ -243,6 +243,7 @@ func (m *Model) attendTask(seqs []Seq, tk *attnTask) {
 		for j := range sc {
 			sc[j] *= m.attnScale
 		}
+		softcap(sc, c.AttnSoftcap)
 		kernels.Softmax(sc[lo:])
 		pr := tk.probs[b*tk.vcols : (b+1)*tk.vcols]
 		copy(pr, sc)

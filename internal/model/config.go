@@ -72,7 +72,10 @@ type Config struct {
 	SlidingWindow int
 	SWAPattern    int
 	RopeBaseSWA   float64
-	TiedOutput    bool // the output projection reuses token_embd.weight
+	// Logit soft-capping (Gemma): x → cap·tanh(x/cap) on attention scores
+	// and on the output logits; 0 means off.
+	AttnSoftcap, FinalSoftcap float32
+	TiedOutput                bool // the output projection reuses token_embd.weight
 }
 
 // KVDim is the width of one slot's key (or value) row: KVHeads × HeadDim.
@@ -208,8 +211,10 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 		c.SlidingWindow = r.int("attention.sliding_window", 0, false)
 		c.SWAPattern = r.int("attention.sliding_window_pattern", 6, false)
 		c.RopeBaseSWA = r.float("rope.freq_base_swa", 10000)
-		if r.float("final_logit_softcapping", 0) != 0 || r.float("attn_logit_softcapping", 0) != 0 {
-			return nil, fmt.Errorf("%w: %s logit soft-capping", ErrUnsupported, arch)
+		c.FinalSoftcap = float32(r.float("final_logit_softcapping", 0))
+		c.AttnSoftcap = float32(r.float("attn_logit_softcapping", 0))
+		if c.FinalSoftcap < 0 || c.AttnSoftcap < 0 {
+			return nil, fmt.Errorf("%w: %s: negative logit soft-capping (final %g, attention %g)", ErrMalformed, arch, c.FinalSoftcap, c.AttnSoftcap)
 		}
 	}
 	if info.moe {

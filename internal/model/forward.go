@@ -238,6 +238,7 @@ func (m *Model) logits(seqs []Seq, total int) [][]float32 {
 	}
 	s.logits = grow(s.logits, n*V)
 	m.pool.MatMul(s.logits, m.output, s.xOut, n)
+	softcap(s.logits[:n*V], c.FinalSoftcap)
 	s.result = grow(s.result, len(seqs))
 	row := 0
 	for i, sq := range seqs {

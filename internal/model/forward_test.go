@@ -17,17 +17,20 @@ func TestForwardMatchesNaiveReference(t *testing.T) {
 	cases := []struct {
 		name  string
 		shape Shape
+		caps  [2]float32 // attention, final logit soft-capping (Gemma)
 	}{
-		{"llama_gqa_untied", base},
-		{"llama_tied_embeddings", with(func(s *Shape) { s.Tied = true })},
-		{"llama_multi_head_no_gqa", with(func(s *Shape) { s.KVHeads = s.Heads })},
-		{"llama_multi_query", with(func(s *Shape) { s.KVHeads = 1 })},
-		{"mistral", with(func(s *Shape) { s.Arch = "mistral" })},
-		{"qwen2_neox_rope_and_qkv_biases", with(func(s *Shape) { s.Arch = "qwen2" })},
-		{"defaults_when_optional_keys_absent", with(func(s *Shape) { s.OmitOptionalKeys = true; s.KVHeads = s.Heads })},
-		{"rope_base_100000", with(func(s *Shape) { s.RopeBase = 100000 })},
-		{"linear_rope_scaling", with(func(s *Shape) { s.RopeScaling = "linear"; s.RopeScalingFactor = 4 })},
-		{"llama3_rope_scaling", with(func(s *Shape) { s.RopeScaling = "llama3"; s.RopeScalingFactor = 8; s.Context = 64 })},
+		{"llama_gqa_untied", base, [2]float32{}},
+		{"llama_tied_embeddings", with(func(s *Shape) { s.Tied = true }), [2]float32{}},
+		{"llama_multi_head_no_gqa", with(func(s *Shape) { s.KVHeads = s.Heads }), [2]float32{}},
+		{"llama_multi_query", with(func(s *Shape) { s.KVHeads = 1 }), [2]float32{}},
+		{"mistral", with(func(s *Shape) { s.Arch = "mistral" }), [2]float32{}},
+		{"qwen2_neox_rope_and_qkv_biases", with(func(s *Shape) { s.Arch = "qwen2" }), [2]float32{}},
+		{"defaults_when_optional_keys_absent", with(func(s *Shape) { s.OmitOptionalKeys = true; s.KVHeads = s.Heads }), [2]float32{}},
+		{"rope_base_100000", with(func(s *Shape) { s.RopeBase = 100000 }), [2]float32{}},
+		{"linear_rope_scaling", with(func(s *Shape) { s.RopeScaling = "linear"; s.RopeScalingFactor = 4 }), [2]float32{}},
+		{"llama3_rope_scaling", with(func(s *Shape) { s.RopeScaling = "llama3"; s.RopeScalingFactor = 8; s.Context = 64 }), [2]float32{}},
+		// Caps below the typical score and logit sizes, so capping changes them.
+		{"logit_soft_capping", base, [2]float32{0.05, 0.2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +39,7 @@ func TestForwardMatchesNaiveReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			m.Config.AttnSoftcap, m.Config.FinalSoftcap = tc.caps[0], tc.caps[1]
 			nm := naiveLoad(t, f, m.Config)
 			rng := rand.New(rand.NewPCG(1, 2))
 			tokens := randomTokens(rng, 20, m.Config.Vocab)

@@ -55,3 +55,14 @@ func geglu(out, gate, up []float32) {
 		out[i] = geluGGML(gate[i]) * up[i]
 	}
 }
+
+// softcap squashes x into (−cap, cap) as cap·tanh(x/cap), element by
+// element (so batch invariance is untouched); cap 0 leaves x as it is.
+func softcap(x []float32, cap float32) {
+	if cap == 0 {
+		return
+	}
+	for i, v := range x {
+		x[i] = cap * float32(math.Tanh(float64(v/cap)))
+	}
+}

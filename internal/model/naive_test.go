@@ -145,6 +145,9 @@ func (nm *naiveModel) logits(tokens []int32) [][]float64 {
 						sc[j] += qs[i][h*hd+d] * ks[j][g*hd+d]
 					}
 					sc[j] /= math.Sqrt(float64(hd))
+					if c.AttnSoftcap > 0 {
+						sc[j] = float64(c.AttnSoftcap) * math.Tanh(sc[j]/float64(c.AttnSoftcap))
+					}
 					mx = math.Max(mx, sc[j])
 				}
 				sum := 0.0
@@ -180,6 +183,11 @@ func (nm *naiveModel) logits(tokens []int32) [][]float64 {
 	res := make([][]float64, n)
 	for i := range x {
 		res[i] = matvec(out, rmsnorm(x[i], nm.w("output_norm.weight")[0], float64(c.NormEps)))
+		for j, v := range res[i] {
+			if c.FinalSoftcap > 0 {
+				res[i][j] = float64(c.FinalSoftcap) * math.Tanh(v/float64(c.FinalSoftcap))
+			}
+		}
 	}
 	return res
 }
