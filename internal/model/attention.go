@@ -30,6 +30,10 @@ const queryBlock = 32
 // so tests can force many passes.
 var attnBudget = 64 << 20
 
+// windowedGather lets a sliding-window layer skip the pages before its
+// window; a variable so a test can compare against reading every page.
+var windowedGather = true
+
 // attnGroup is one (sequence, KV head): its keys gathered row by row and
 // its values transposed, for positions [0, n).
 type attnGroup struct {
@@ -186,12 +190,37 @@ func (m *Model) bindAttention() {
 
 // gather copies a group's keys (row per position) and transposed values
 // (row per dimension, zero past the last position) out of the pages.
+//
+// In a sliding-window layer it reads only the pages that hold a position
+// some query of the step can see: a page wholly before the window of the
+// step's first query is not read, and its rows are zero, which is what its
+// zero attention probability multiplies anyway (so the result keeps its
+// bits). The pages stay the sequence's own and in its table: the window
+// narrows what is read, never whose pages may be read (I2).
 func (m *Model) gather(li int, kv KVStore, seqs []Seq, g *attnGroup) {
 	hd, K := m.Config.HeadDim, m.Config.KVDim()
 	ps := kv.PageSize()
 	pages := seqs[g.seq].Pages
 	off := g.kvHead * hd
-	for p0 := 0; p0 < g.n; p0 += ps {
+	skip := 0 // positions [0, skip) lie in pages no query of this step sees
+	if windowedGather {
+		skip = m.Config.windowStart(li, seqs[g.seq].Pos) / ps * ps
+	}
+	if skip > 0 {
+		if g.k16 != nil {
+			clear(g.k16[:skip*hd])
+		} else {
+			clear(g.k32[:skip*hd])
+		}
+		for d := 0; d < hd; d++ {
+			if g.v16 != nil {
+				clear(g.v16[d*g.pad : d*g.pad+skip])
+			} else {
+				clear(g.v32[d*g.pad : d*g.pad+skip])
+			}
+		}
+	}
+	for p0 := skip; p0 < g.n; p0 += ps {
 		cnt := min(ps, g.n-p0)
 		if g.k16 != nil {
 			kp, vp := kv.PageF16(li, int(pages[p0/ps]))
