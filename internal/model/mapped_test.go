@@ -1,0 +1,171 @@
+package model
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+	"github.com/bulkhead-llm/bulkhead/internal/kernels"
+)
+
+// mappedRange is the address range of a file's tensor data.
+func mappedRange(f *gguf.File) (lo, hi uintptr) {
+	lo = ^uintptr(0)
+	for i := range f.Tensors {
+		d := f.TensorData(&f.Tensors[i])
+		if len(d) == 0 {
+			continue
+		}
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		lo, hi = min(lo, p), max(hi, p+uintptr(len(d)))
+	}
+	return lo, hi
+}
+
+// weightMatrices lists every weight matrix of m, experts included.
+func weightMatrices(m *Model) []*kernels.Matrix {
+	ws := []*kernels.Matrix{m.embd, m.output}
+	for _, l := range m.layers {
+		ws = append(ws, l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown)
+		if l.moe != nil {
+			ws = append(ws, l.moe.router)
+			ws = append(append(append(ws, l.moe.gate...), l.moe.up...), l.moe.down...)
+		}
+	}
+	return ws
+}
+
+// checkViewsOfTheMapping fails unless every weight matrix of m is a view
+// of f's mapped tensor data (not a copy on the heap).
+func checkViewsOfTheMapping(t *testing.T, m *Model, f *gguf.File) int {
+	t.Helper()
+	lo, hi := mappedRange(f)
+	n := 0
+	for _, w := range weightMatrices(m) {
+		if w == nil || len(w.Data) == 0 {
+			continue
+		}
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(w.Data)))
+		if p < lo || p+uintptr(len(w.Data)) > hi {
+			t.Errorf("a %v matrix of %d×%d lies outside the file's mapping: weights were copied", w.Type, w.Rows, w.Cols)
+		}
+		n++
+	}
+	return n
+}
+
+// rss reads the process's anonymous and file-backed resident memory.
+func rss(t *testing.T) (anon, file int64) {
+	t.Helper()
+	fh, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status (%v): resident-memory check skipped", err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (k != "RssAnon" && k != "RssFile") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Text(), err)
+		}
+		if k == "RssAnon" {
+			anon = kb << 10
+		} else {
+			file = kb << 10
+		}
+	}
+	return anon, file
+}
+
+// TestWeightsStayMemoryMapped loads a 50 MB model from disk and runs it:
+// every weight is a view of the mapping, the file's pages become resident
+// as file-backed memory, and the heap grows by far less than the weights
+// (they are not copied).
+func TestWeightsStayMemoryMapped(t *testing.T) {
+	sh := Shape{Name: "mapped", Arch: "llama", Embd: 1024, Layers: 4, Heads: 8, KVHeads: 4, FF: 4096,
+		Vocab: 8192, Context: 256, RopeBase: 10000, NormEps: 1e-5}
+	path := filepath.Join(t.TempDir(), "mapped.gguf")
+	func() { // the writer's buffers die here, before the first reading
+		w := gguf.NewWriter()
+		if err := WriteRandom(w, sh, gguf.Q8_0, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := st.Size()
+	debug.FreeOSMemory()
+	anon0, file0 := rss(t)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := Load(f, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := checkViewsOfTheMapping(t, m, f); n < 4*7 {
+		t.Fatalf("checked %d matrices, want at least %d", n, 4*7)
+	}
+	kv, err := NewSimpleKV(&m.Config, 4, 16, gguf.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Forward(kv, []Seq{{Tokens: []int32{1, 2, 3, 4}, Pos: 0, Pages: []int32{0}}}); err != nil {
+		t.Fatal(err)
+	}
+	debug.FreeOSMemory()
+	anon1, file1 := rss(t)
+	t.Logf("file %d MB: heap-backed resident +%d MB, file-backed resident +%d MB",
+		size>>20, (anon1-anon0)>>20, (file1-file0)>>20)
+	if grown := file1 - file0; grown < size/2 {
+		t.Errorf("file-backed resident memory grew by %d bytes after a forward pass over a %d-byte file: weights are not read through the mapping", grown, size)
+	}
+	if grown := anon1 - anon0; grown > size/4 {
+		t.Errorf("anonymous resident memory grew by %d bytes for a %d-byte file: weights were copied", grown, size)
+	}
+}
+
+// TestExpertTensorsAreNotCopied checks the qwen3moe zoo file's experts
+// (3-D tensors) are row views of the mapping.
+func TestExpertTensorsAreNotCopied(t *testing.T) {
+	path := filepath.Join(zooDir, "random-qwen3moe-Q8_0.gguf")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("zoo absent (%s): expert mapping check skipped", path)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := Load(f, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	experts := 0
+	for _, l := range m.layers {
+		if l.moe != nil {
+			experts += len(l.moe.gate) + len(l.moe.up) + len(l.moe.down)
+		}
+	}
+	if experts == 0 {
+		t.Fatal("the qwen3moe file loaded with no expert matrices")
+	}
+	checkViewsOfTheMapping(t, m, f)
+}
