@@ -19,17 +19,29 @@ import (
 	"github.com/bulkhead-llm/bulkhead/internal/model"
 )
 
+const benchUsage = `usage: bulkhead bench kernels|serve [flags]
+
+benchmarks:
+  kernels   prefill and decode speed of a model file, with same-run read-bandwidth
+            and FMA probes as yardsticks
+  serve     load generator against any OpenAI-compatible server (TTFT, ITL, e2e)
+
+run "bulkhead bench kernels -h" or "bulkhead bench serve -h" for their flags`
+
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return invalidUsage(errors.New("usage: bulkhead bench kernels|serve [flags]"))
+		return invalidUsage(errors.New(benchUsage))
 	}
 	switch args[0] {
 	case "kernels":
 		return runBenchKernels(args[1:], stdout, stderr)
 	case "serve":
 		return runBenchServe(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, benchUsage)
+		return nil
 	}
-	return invalidUsage(fmt.Errorf("unknown benchmark %q: want kernels or serve", args[0]))
+	return invalidUsage(fmt.Errorf("unknown benchmark %q: want kernels or serve (bulkhead bench -h)", args[0]))
 }
 
 // kernelsResult is the --json output of bench kernels.
