@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bulkhead-llm/bulkhead/internal/copymodel"
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
 
 const sharedTestdata = "../../../shared/testdata"
@@ -142,7 +143,7 @@ func TestModelCommandsRejectBadUsage(t *testing.T) {
 		{"generate_both_pool_sizes", []string{"generate", "--prompt", "hi", "--kv-tokens", "10", "--kv-memory", "1MiB"}, "not both"},
 		{"generate_bad_temperature", []string{"generate", "--model", "x.gguf", "--temperature", "-1"}, "temperature"},
 		{"mkmodel_unknown_shape", []string{"mkmodel", "--shape", "gpt-5", "--vocab", "v", "--out", "o"}, `--shape "gpt-5"`},
-		{"mkmodel_unknown_type", []string{"mkmodel", "--type", "q3_k", "--vocab", "v", "--out", "o"}, `--type "q3_k"`},
+		{"mkmodel_unknown_type", []string{"mkmodel", "--type", "iq2_xxs", "--vocab", "v", "--out", "o"}, `--type "iq2_xxs"`},
 		{"bench_unknown", []string{"bench", "gpu"}, `unknown benchmark "gpu"`},
 		{"bench_serve_without_url", []string{"bench", "serve"}, "--url is required"},
 		{"bench_serve_bad_concurrency", []string{"bench", "serve", "--url", "http://127.0.0.1:1", "--concurrency", "0"}, "Concurrency 0"},
@@ -178,5 +179,36 @@ func TestGenerateDefaultsToTheCopyModel(t *testing.T) {
 	}
 	if len(out.PromptTokens) != 300 || strings.TrimSpace(out.Text) != strings.Join(w.Canary[3:11], " ") {
 		t.Fatalf("%d prompt tokens, text %q; want 300 and the canary %q", len(out.PromptTokens), out.Text, strings.Join(w.Canary[3:11], " "))
+	}
+}
+
+// TestMkmodelWritesEveryWeightType writes a 256-wide shape (whole K-quant
+// blocks) in every --type and checks each file's matrices carry that type
+// and that it generates. The vocabulary is stories260K's 512 tokens, so the
+// embedding matrices stay small.
+func TestMkmodelWritesEveryWeightType(t *testing.T) {
+	vocab := sharedFile(t, "zoo/stories260K-F16.gguf")
+	for name, typ := range weightTypes {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), name+".gguf")
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"mkmodel", "--shape", "tiny256", "--type", name, "--vocab", vocab, "--out", out}, &stdout, &stderr); code != 0 {
+				t.Fatalf("mkmodel exit %d: %s", code, stderr.String())
+			}
+			f, err := gguf.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, ti := range f.Tensors {
+				if strings.HasSuffix(ti.Name, "ffn_up.weight") && ti.Type != typ {
+					t.Fatalf("%s is %s, want %s", ti.Name, ti.Type, typ)
+				}
+			}
+			stdout.Reset()
+			if code := run([]string{"generate", "--model", out, "--prompt", "Hello", "--max-tokens", "3", "--json"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("generate exit %d: %s", code, stderr.String())
+			}
+		})
 	}
 }

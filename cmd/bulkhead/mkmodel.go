@@ -16,7 +16,9 @@ import (
 // weightTypes are the --type values mkmodel accepts.
 var weightTypes = map[string]gguf.Type{
 	"f32": gguf.F32, "f16": gguf.F16, "bf16": gguf.BF16,
-	"q8_0": gguf.Q8_0, "q4_0": gguf.Q4_0, "q4_k": gguf.Q4_K, "q6_k": gguf.Q6_K,
+	"q8_0": gguf.Q8_0, "q4_0": gguf.Q4_0, "q4_1": gguf.Q4_1, "q5_0": gguf.Q5_0, "q5_1": gguf.Q5_1,
+	"q2_k": gguf.Q2_K, "q3_k": gguf.Q3_K, "q4_k": gguf.Q4_K, "q5_k": gguf.Q5_K, "q6_k": gguf.Q6_K,
+	"iq4_nl": gguf.IQ4_NL, "iq4_xs": gguf.IQ4_XS,
 }
 
 func runMkmodel(args []string, stdout, stderr io.Writer) error {

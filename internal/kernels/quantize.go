@@ -51,7 +51,9 @@ func Quantize(t gguf.Type, src []float32) ([]byte, error) {
 			quantizeQ6K(out[210*b:210*b+210], src[256*b:256*b+256])
 		}
 	default:
-		return nil, fmt.Errorf("%w: quantize to %s", ErrUnsupportedType, t)
+		if !quantizeMore(t, out, src) {
+			return nil, fmt.Errorf("%w: quantize to %s", ErrUnsupportedType, t)
+		}
 	}
 	return out, nil
 }

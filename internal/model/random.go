@@ -34,6 +34,9 @@ var Shapes = map[string]Shape{
 		Vocab: 128256, Context: 2048, RopeBase: 500000, Tied: true, NormEps: 1e-5},
 	"tiny": {Name: "tiny", Arch: "llama", Embd: 64, Layers: 2, Heads: 4, KVHeads: 2, FF: 128,
 		Context: 512, RopeBase: 10000, NormEps: 1e-5},
+	// tiny256 is tiny with 256-wide rows: whole K-quant and IQ4_XS blocks.
+	"tiny256": {Name: "tiny256", Arch: "llama", Embd: 256, Layers: 2, Heads: 4, KVHeads: 2, FF: 512,
+		Context: 512, RopeBase: 10000, NormEps: 1e-5},
 }
 
 // WriteRandom adds sh's metadata and tensors to w, with weights drawn from
