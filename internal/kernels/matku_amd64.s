@@ -168,3 +168,52 @@ loop:
 	MOVSS        X9, ret+64(FP)
 	VZEROUPPER
 	RET
+
+#define KSGROUP(G) \
+	VMOVDQU    (32*G)(SI), Y0          \
+	VMOVDQU    (32*G)(R8), Y1          \
+	VPSIGNB    Y0, Y0, Y2              \
+	VPSIGNB    Y0, Y1, Y1              \
+	VPMADDUBSW Y1, Y2, Y0              \
+	VPMADDWD   (32*G)(BX), Y0, Y0      \
+	VPADDD     Y0, Y8, Y8
+
+// func kDotS(q *int8, sv *int16, dv *float32, xq *int8, xd *float32, nsb int) float32
+// kDotU for the signed K-quant values (Q3_K, IQ4_XS; |q| ≤ 127): |q| times
+// x signed by q, the same exact pair sums; no min term. dv: d per
+// super-block (the second entry unused).
+TEXT ·kDotS(SB), NOSPLIT, $0-52
+	MOVQ   q+0(FP), SI
+	MOVQ   sv+8(FP), BX
+	MOVQ   dv+16(FP), R11
+	MOVQ   xq+24(FP), R8
+	MOVQ   xd+32(FP), DX
+	MOVQ   nsb+40(FP), CX
+	VXORPS Y9, Y9, Y9
+
+sloop:
+	VPXOR Y8, Y8, Y8
+	KSGROUP(0)
+	KSGROUP(1)
+	KSGROUP(2)
+	KSGROUP(3)
+	KSGROUP(4)
+	KSGROUP(5)
+	KSGROUP(6)
+	KSGROUP(7)
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS (DX), Y4
+	VBROADCASTSS (R11), Y5
+	VMULPS       Y4, Y5, Y5
+	VFMADD231PS  Y5, Y8, Y9
+	ADDQ         $256, SI
+	ADDQ         $256, BX
+	ADDQ         $8, R11
+	ADDQ         $256, R8
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          sloop
+	HSUM8(Y9, X9, X0)
+	MOVSS        X9, ret+48(FP)
+	VZEROUPPER
+	RET
