@@ -60,46 +60,40 @@ func q8Tile8(t gguf.Type, w *byte, xq *int8, xdT *float32, nb, xqStride int, out
 	}
 }
 
-// rowsQ8 runs the Q8_0/Q4_0 kernels over rows [r0,r1).
+// rowsQ8 runs the Q8_0/Q4_0 kernels over rows [r0,r1): token tiles of
+// eight, then four, then single tokens, outermost so the chunk's weight
+// rows stay in cache across tiles.
 func rowsQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
-	rb := m.rowBytes()
-	rowsQ8On(out, m.Rows, m.Type, m.Data[r0*rb:r1*rb], rb, a, r0, r1)
-}
-
-// rowsQ8On computes rows [r0,r1) of a Q8_0/Q4_0 matrix of outRows rows
-// whose rows r0..r1 are data (rb bytes each): token tiles of eight, then
-// four, then single tokens, outermost so the chunk's weight rows stay in
-// cache across tiles.
-func rowsQ8On(out []float32, outRows int, typ gguf.Type, data []byte, rb int, a *activation, r0, r1 int) {
 	nb := a.cols / 32
+	rb := m.rowBytes()
 	var res [8]float32
 	b := 0
 	for ; b+8 <= a.batch; b += 8 {
 		xq, xdT := &a.qs[b*a.cols], &a.dT[b/8*nb*8]
 		for r := r0; r < r1; r++ {
-			q8Tile8(typ, &data[(r-r0)*rb], xq, xdT, nb, a.cols, &res[0])
+			q8Tile8(m.Type, &m.Data[r*rb], xq, xdT, nb, a.cols, &res[0])
 			for t := 0; t < 8; t++ {
-				out[(b+t)*outRows+r] = res[t]
+				out[(b+t)*m.Rows+r] = res[t]
 			}
 		}
 	}
 	for ; b+tile <= a.batch; b += tile {
 		xq, xd := &a.qs[b*a.cols], &a.d[b*nb]
 		for r := r0; r < r1; r++ {
-			q8Tile4(typ, &data[(r-r0)*rb], xq, xd, nb, a.cols, 4*nb, &res[0])
+			q8Tile4(m.Type, &m.Data[r*rb], xq, xd, nb, a.cols, 4*nb, &res[0])
 			for t := 0; t < tile; t++ {
-				out[(b+t)*outRows+r] = res[t]
+				out[(b+t)*m.Rows+r] = res[t]
 			}
 		}
 	}
 	for ; b < a.batch; b++ {
 		xq, xd := &a.qs[b*a.cols], &a.d[b*nb]
-		if typ == gguf.Q8_0 && r1 > r0 {
-			q8DotRows(&data[0], rb, r1-r0, xq, xd, nb, &out[b*outRows+r0])
+		if m.Type == gguf.Q8_0 && r1 > r0 {
+			q8DotRows(&m.Data[r0*rb], rb, r1-r0, xq, xd, nb, &out[b*m.Rows+r0])
 			continue
 		}
 		for r := r0; r < r1; r++ {
-			out[b*outRows+r] = q8Tile1(typ, &data[(r-r0)*rb], xq, xd, nb)
+			out[b*m.Rows+r] = q8Tile1(m.Type, &m.Data[r*rb], xq, xd, nb)
 		}
 	}
 }
