@@ -11,8 +11,9 @@ import (
 // BenchmarkTypes is one 2048×2048 matrix (a Llama-3.2-1B projection) per
 // weight type on one thread, decode (batch 1) and prefill (batch 64), for
 // the assembly path ("fast") and the pure-Go reference ("ref"), reporting
-// GB/s of weights (go test's MB/s column ÷ 1000). Compare fast and ref
-// within one run only.
+// weight bandwidth: MB/s (wall clock) and GB/cpu-s (per CPU-second of this
+// process, steadier on the shared machine). Compare fast and ref within one
+// run only.
 func BenchmarkTypes(b *testing.B) {
 	r := rand.New(rand.NewPCG(31, 32))
 	p := NewPool(1)
@@ -26,12 +27,16 @@ func BenchmarkTypes(b *testing.B) {
 			for _, impl := range []string{"fast", "ref"} {
 				b.Run(fmt.Sprintf("%s/b%d/%s", typ, batch, impl), func(b *testing.B) {
 					b.SetBytes(int64(len(m.Data)))
+					c0 := cpuTime()
 					for b.Loop() {
 						if impl == "fast" {
 							p.MatMul(out, m, x, batch)
 						} else {
 							MatMulRef(out, m, x, batch)
 						}
+					}
+					if d := cpuTime() - c0; d > 0 {
+						b.ReportMetric(float64(len(m.Data))*float64(b.N)/d.Seconds()/1e9, "GB/cpu-s")
 					}
 				})
 			}

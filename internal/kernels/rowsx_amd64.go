@@ -3,8 +3,6 @@
 package kernels
 
 import (
-	"sync"
-
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
 
@@ -12,23 +10,17 @@ import (
 func q5kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 //go:noescape
-func kDotS(q *byte, sv *int16, dv *float32, xq *int8, xd *float32, nsb int) float32
+func iq4xsRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
-// Row kernels of the types added after the first seven: fused assembly for
-// Q4_1, Q5_0, Q5_1, IQ4_NL and Q5_K; Q2_K, Q3_K and IQ4_XS rows are
-// unpacked in Go (decodeK) into kDotU's (unsigned, Q2_K) or kDotS's
-// (signed, Q3_K/IQ4_XS) operands.
+//go:noescape
+func q3kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
-// xScratch is the unpacked row of one work item, recycled.
-type xScratch struct {
-	k  kBlock
-	q  []byte
-	sv []int16
-	mv []int16
-	dv []float32
-}
+//go:noescape
+func q2kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
-var xScratchPool = sync.Pool{New: func() any { return new(xScratch) }}
+// Fused AVX2 row kernels of the types added after the first seven: each
+// decodes its blocks in registers to the integers decodeQ32/decodeK give
+// and computes dotQ32Ref/dotKRef's lanes and float steps.
 
 // rowsQ32 computes rows [r0,r1) of a Q4_1, Q5_0, Q5_1 or IQ4_NL matrix
 // with the fused row kernels (matx32_amd64.s), token by token over ≈32 KiB
@@ -57,58 +49,28 @@ func rowsQ32(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 }
 
-// rowsKx computes rows [r0,r1) of a Q2_K, Q3_K, Q5_K or IQ4_XS matrix:
-// each row is decoded once (decodeK) and met with every token.
+// rowsKx computes rows [r0,r1) of a Q2_K, Q3_K, Q5_K or IQ4_XS matrix
+// with the fused kernels (matk5_amd64.s, matkx_amd64.s), token by token
+// over ≈32 KiB of rows at a time, so the rows stay in cache across the
+// batch.
 func rowsKx(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	nsb := a.cols / 256
-	if m.Type == gguf.Q5_K {
-		// Fused decode in registers for every batch: re-decoding a row per
-		// token costs less than unpacking it in Go once.
-		// Tokens innermost over ≈32 KiB of rows, so the rows stay in cache
-		// across the batch.
-		rb := m.rowBytes()
-		step := max(1, (32<<10)/rb)
-		for rr := r0; rr < r1; rr += step {
-			n := min(step, r1-rr)
-			for t := 0; t < a.batch; t++ {
-				q5kRows(&out[t*m.Rows+rr], &m.Data[rr*rb], rb, n, &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
-			}
-		}
-		return
-	}
-	sc := xScratchPool.Get().(*xScratch)
-	defer xScratchPool.Put(sc)
-	sc.q, sc.sv = grow(sc.q, 256*nsb), grow(sc.sv, 128*nsb)
-	sc.mv, sc.dv = grow(sc.mv, 16*nsb), grow(sc.dv, 2*nsb)
-	signed := signedK(m.Type)
-	bb := m.Type.BlockBytes()
-	k := &sc.k
-	for r := r0; r < r1; r++ {
-		row := m.row(r)
-		for b := 0; b < nsb; b++ {
-			decodeK(m.Type, row[bb*b:bb*(b+1)], k)
-			for i, v := range k.q {
-				sc.q[256*b+i] = byte(v)
-			}
-			v := sc.sv[128*b : 128*b+128]
-			for g := 0; g < 8; g++ {
-				lo, hi := int16(k.sv[2*g]), int16(k.sv[2*g+1])
-				for l := 0; l < 8; l++ {
-					v[16*g+l], v[16*g+8+l] = lo, hi
-				}
-			}
-			for j := 0; j < 16; j++ {
-				sc.mv[16*b+j] = int16(k.mv[j])
-			}
-			sc.dv[2*b], sc.dv[2*b+1] = k.dw, k.dmw
-		}
+	rb := m.rowBytes()
+	step := max(1, (32<<10)/rb)
+	for rr := r0; rr < r1; rr += step {
+		n := min(step, r1-rr)
 		for t := 0; t < a.batch; t++ {
-			xq, xd := &a.qs[t*a.cols], &a.d[t*nsb]
-			if signed {
-				out[t*m.Rows+r] = kDotS(&sc.q[0], &sc.sv[0], &sc.dv[0], xq, xd, nsb)
-			} else {
-				out[t*m.Rows+r] = kDotU(&sc.q[0], &sc.sv[0], &sc.mv[0], &sc.dv[0],
-					xq, xd, &a.bsum[t*a.cols/16], nsb)
+			o, w := &out[t*m.Rows+rr], &m.Data[rr*rb]
+			xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
+			switch m.Type {
+			case gguf.Q5_K:
+				q5kRows(o, w, rb, n, xq, xd, bs, nsb)
+			case gguf.IQ4_XS:
+				iq4xsRows(o, w, rb, n, xq, xd, bs, nsb)
+			case gguf.Q3_K:
+				q3kRows(o, w, rb, n, xq, xd, bs, nsb)
+			case gguf.Q2_K:
+				q2kRows(o, w, rb, n, xq, xd, bs, nsb)
 			}
 		}
 	}
