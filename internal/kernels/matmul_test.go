@@ -213,3 +213,31 @@ func TestActivationQuantizationFastEqualsReference(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulTallMatricesEqualReference covers matrices taller than one
+// 32 KiB row step of the token-by-token kernels (rowsQ32, rowsKx) and than
+// one work item, on one and two threads.
+func TestMatMulTallMatricesEqualReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, typ := range allTypes {
+		cols := colsFor(typ)[0]
+		rb, _ := typ.RowBytes(cols)
+		rows := 2*(32<<10)/rb + 7
+		m := randMatrix(t, r, typ, rows, cols)
+		for _, threads := range []int{1, 2} {
+			p := NewPool(threads)
+			for _, batch := range []int{1, 5} {
+				x := randVec(r, batch*cols, 1)
+				got, want := make([]float32, batch*rows), make([]float32, batch*rows)
+				p.MatMul(got, m, x, batch)
+				MatMulRef(want, m, x, batch)
+				for i := range got {
+					if !sameBits(got[i], want[i]) {
+						t.Fatalf("%s %d×%d threads %d batch %d: out[%d] fast %g ref %g", typ, rows, cols, threads, batch, i, got[i], want[i])
+					}
+				}
+			}
+			p.Close()
+		}
+	}
+}
