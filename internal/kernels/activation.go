@@ -8,23 +8,38 @@ import (
 )
 
 // activation is the right-hand side of one MatMul: batch tokens of cols
-// values, kept as float32 for float weights, or quantized once per token to
-// int8 blocks for quantized weights (so every row's dot product reuses it).
+// values, kept as float32 for float weights, or quantized once per token the
+// way ggml's CPU backend quantizes them for that weight type (so every row's
+// dot product reuses it, and the integer sums are the ones llama.cpp forms):
 //
-// Quantization is per token and deterministic: a token's blocks depend only
-// on its own values, never on the batch around it (I8).
+//   - Q8_0 blocks of 32 (Q4_0, Q5_0, Q8_0, IQ4_NL weights): d = max|x|/127
+//     stored as F16, q = round-half-even(x × 127/max|x|), as ggml's AVX2
+//     quantize_row_q8_0.
+//   - Q8_1 blocks of 32 (Q4_1, Q5_1): the Q8_0 block plus s = d×Σq rounded
+//     to F16 (d before its own rounding), as quantize_row_q8_1.
+//   - Q8_K blocks of 256 (the K-quants and IQ4_XS): m the first element of
+//     largest magnitude, iscale = −127/m, q = min(127, round-half-even(
+//     iscale×x)), d = 1/iscale in float32, and the sums of each 16 q
+//     (bsum), as quantize_row_q8_K.
+//
+// The F16 scales are kept here as the float32 they widen to, which is what
+// ggml multiplies with. Quantization is per token and deterministic: a
+// token's blocks depend only on its own values, never on the batch around
+// it (I8). Blocks holding a NaN or an infinity, or whose scale (or 1/scale)
+// is not finite, become all zeros with d = 0 (ggml would produce garbage).
 type activation struct {
 	batch, cols int
 	x           []float32 // float weights: the input itself
 
-	// Quantized weights: block is 32 (Q8_0, Q4_0) or 256 (K-quants).
+	// Quantized weights: block is 32 (Q8_0/Q8_1) or 256 (Q8_K).
 	block int
 	qs    []int8    // batch*cols values, value ≈ d[block] × qs
 	d     []float32 // one scale per block
-	bsum  []int16   // K-quants: sum of qs over each 16 values (|sum| ≤ 2032)
+	s     []float32 // Q8_1 only: d × Σ qs of each block, F16-rounded
+	bsum  []int16   // Q8_K: sum of qs over each 16 values (|sum| ≤ 2032)
 
 	// dT holds, for each full group of eight tokens k, their block scales
-	// transposed: dT[k*nb*8 + b*8 + t] = d[(8k+t)*nb + b] (Q8_0/Q4_0 only),
+	// transposed: dT[k*nb*8 + b*8 + t] = d[(8k+t)*nb + b] (32-blocks only),
 	// so a kernel loads the eight scales of a block with one load.
 	dT []float32
 }
@@ -33,13 +48,17 @@ type activation struct {
 // weights multiply float activations.
 func actBlock(t gguf.Type) int {
 	switch t {
-	case gguf.Q8_0, gguf.Q4_0:
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.IQ4_NL, gguf.Q4_1, gguf.Q5_1:
 		return 32
-	case gguf.Q4_K, gguf.Q6_K:
+	case gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.IQ4_XS:
 		return 256
 	}
 	return 0
 }
+
+// usesQ8_1 reports whether t's weights (which carry a min) meet Q8_1
+// activations, whose s term multiplies the min.
+func usesQ8_1(t gguf.Type) bool { return t == gguf.Q4_1 || t == gguf.Q5_1 }
 
 var actPool = sync.Pool{New: func() any { return new(activation) }}
 
@@ -53,6 +72,7 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 	a := actPool.Get().(*activation)
 	a.batch, a.cols, a.x = batch, cols, x[:batch*cols]
 	a.block = actBlock(t)
+	a.s = a.s[:0]
 	if a.block == 0 {
 		return a
 	}
@@ -60,16 +80,24 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 	a.qs = grow(a.qs, n)
 	a.d = grow(a.d, n/a.block)
 	switch {
-	case p == nil:
-		quantizeBlocksRef(a.block, x[:n], a.qs, a.d)
-	case a.block == 256 && batch >= 8 && p.threads > 1:
+	case a.block == 256 && p != nil && batch >= 8 && p.threads > 1:
 		p.mu.Lock()
 		p.qa = qaJob{x: x, a: a}
 		p.parallelLocked(batch, p.qaFn)
 		p.qa = qaJob{}
 		p.mu.Unlock()
+	case a.block == 256:
+		quantizeQ8KBlocks(x[:n], a.qs, a.d)
+	case p == nil:
+		quantizeBlocksRef(x[:n], a.qs, a.d)
 	default:
-		quantizeBlocks(a.block, x[:n], a.qs, a.d)
+		quantizeBlocks(x[:n], a.qs, a.d)
+	}
+	if a.block == 32 {
+		if usesQ8_1(t) {
+			a.s = grow(a.s, n/32)
+		}
+		roundQ8Scales(a.qs, a.d, a.s)
 	}
 	if a.block == 32 && batch >= 8 {
 		nb := cols / 32
@@ -104,7 +132,7 @@ type qaJob struct {
 
 func (j *qaJob) item(b int) {
 	cols, nb := j.a.cols, j.a.cols/256
-	quantizeBlocks(256, j.x[b*cols:(b+1)*cols], j.a.qs[b*cols:(b+1)*cols], j.a.d[b*nb:(b+1)*nb])
+	quantizeQ8KBlocks(j.x[b*cols:(b+1)*cols], j.a.qs[b*cols:(b+1)*cols], j.a.d[b*nb:(b+1)*nb])
 }
 
 func grow[T any](s []T, n int) []T {
@@ -114,22 +142,20 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// quantizeActBlock maps x to int8 in [-127,127] with one float32 scale
-// (kept in full precision, unlike a stored Q8_0 block) and returns it:
-// d = max|x|/127, q = round-half-even(x × (1/d)). A block whose d is 0 or not
-// finite, whose 1/d overflows, or that holds a NaN becomes all zeros with
-// d = 0. The assembly (quantizeQ8AVX) computes the same bits.
+// quantizeActBlock maps one 32-value block x to int8 in [-127,127] as ggml's
+// AVX2 quantize_row_q8_0 does, and returns the scale before its F16
+// rounding (roundQ8Scales does that, and derives Q8_1's s from it):
+// d = max|x|/127, q = round-half-even(x × (127/max|x|)). The assembly
+// (quantizeQ8AVX) computes the same bits.
 func quantizeActBlock(q []int8, x []float32) float32 {
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, float32(math.Abs(float64(v)))) // max propagates NaN
 	}
 	d := amax / 127
-	id := 1 / d
-	if d == 0 || math.IsNaN(float64(d)) || math.IsInf(float64(d), 0) || math.IsInf(float64(id), 0) {
-		for i := range q {
-			q[i] = 0
-		}
+	id := 127 / amax
+	if d == 0 || !finite(d) || math.IsInf(float64(id), 0) {
+		clear(q)
 		return 0
 	}
 	for i, v := range x {
@@ -139,10 +165,68 @@ func quantizeActBlock(q []int8, x []float32) float32 {
 	return d
 }
 
-// quantizeBlocksRef quantizes consecutive blocks of x (see quantizeActBlock).
-func quantizeBlocksRef(block int, x []float32, qs []int8, d []float32) {
-	for b := range len(x) / block {
-		lo, hi := b*block, (b+1)*block
+func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
+
+// quantizeBlocksRef quantizes consecutive 32-value blocks of x (see
+// quantizeActBlock).
+func quantizeBlocksRef(x []float32, qs []int8, d []float32) {
+	for b := range len(x) / 32 {
+		lo, hi := b*32, (b+1)*32
 		d[b] = quantizeActBlock(qs[lo:hi], x[lo:hi])
 	}
+}
+
+// roundQ8Scales stores each block scale as ggml's ggml_half does (F16,
+// nearest even), and for Q8_1 (len(s) > 0) s = F16(d × Σq) with the
+// unrounded d. A block whose F16 scale overflows becomes zeros.
+func roundQ8Scales(qs []int8, d, s []float32) {
+	for b, v := range d {
+		h := F32ToF16(v)
+		if h&0x7fff == 0x7c00 {
+			clear(qs[32*b : 32*b+32])
+			d[b] = 0
+			v = 0
+			h = 0
+		}
+		d[b] = F16ToF32(h)
+		if len(s) > 0 {
+			var sum int32
+			for _, q := range qs[32*b : 32*b+32] {
+				sum += int32(q)
+			}
+			s[b] = F16ToF32(F32ToF16(v * float32(sum)))
+		}
+	}
+}
+
+// quantizeQ8KBlocks quantizes consecutive 256-value blocks of x as ggml's
+// quantize_row_q8_K: d may be negative (its sign is that of −m), which
+// changes no product.
+func quantizeQ8KBlocks(x []float32, qs []int8, d []float32) {
+	for b := range len(x) / 256 {
+		d[b] = quantizeQ8KBlock(qs[256*b:256*b+256], x[256*b:256*b+256])
+	}
+}
+
+func quantizeQ8KBlock(q []int8, x []float32) float32 {
+	var amax, m float32
+	for _, v := range x {
+		if !finite(v) {
+			clear(q)
+			return 0
+		}
+		if ax := float32(math.Abs(float64(v))); ax > amax {
+			amax, m = ax, v
+		}
+	}
+	iscale := -127 / m
+	if amax == 0 || math.IsInf(float64(iscale), 0) {
+		clear(q)
+		return 0
+	}
+	for i, v := range x {
+		r := math.RoundToEven(float64(iscale * v))
+		q[i] = int8(max(-128, min(127, r)))
+	}
+	return 1 / iscale
 }

@@ -5,7 +5,8 @@
 // func quantizeQ8AVX(x *float32, q *int8, d *float32, nb int)
 // Quantizes nb blocks of 32 floats exactly as quantizeActBlock does: amax,
 // d = amax/127 (0 when amax is 0, NaN or infinite, with all-zero values),
-// q = round-to-nearest-even(x × (1/d)).
+// q = round-to-nearest-even(x × (127/amax)). d is stored unrounded;
+// roundQ8Scales rounds it to F16 afterwards.
 TEXT ·quantizeQ8AVX(SB), NOSPLIT, $0-32
 	MOVQ         x+0(FP), SI
 	MOVQ         q+8(FP), DI
@@ -16,8 +17,6 @@ TEXT ·quantizeQ8AVX(SB), NOSPLIT, $0-32
 	VPBROADCASTD X15, Y15          // abs mask
 	MOVL         $0x42fe0000, AX   // 127
 	VMOVD        AX, X14
-	MOVL         $0x3f800000, AX   // 1
-	VMOVD        AX, X13
 	MOVL         $0x7f800000, AX   // +Inf
 	VMOVD        AX, X12
 	MOVL         $0x00000000, AX
@@ -52,14 +51,14 @@ loop:
 	VMAXPS       X5, X4, X4
 	VMOVSHDUP    X4, X5
 	VMAXSS       X5, X4, X4        // amax
-	VDIVSS       X14, X4, X4       // d = amax / 127
-	VUCOMISS     X11, X4
+	VDIVSS       X14, X4, X6       // d = amax / 127
+	VUCOMISS     X11, X6
 	JEQ          zero              // d == 0, or d is NaN
-	VUCOMISS     X12, X4
+	VUCOMISS     X12, X6
 	JEQ          zero              // d == +Inf
-	VDIVSS       X4, X13, X5       // id = 1 / d
+	VDIVSS       X4, X14, X5       // id = 127 / amax (ggml's multiplier, not 1/d)
 	VUCOMISS     X12, X5
-	JEQ          zero              // d so small that 1/d overflows
+	JEQ          zero              // amax so small that 127/amax overflows
 	VBROADCASTSS X5, Y5
 	VMULPS       Y5, Y0, Y0
 	VMULPS       Y5, Y1, Y1
@@ -74,7 +73,7 @@ loop:
 	VPACKSSWB    Y2, Y0, Y0
 	VPERMD       Y0, Y10, Y0
 	VMOVDQU      Y0, (DI)
-	VMOVSS       X4, (DX)
+	VMOVSS       X6, (DX)
 	JMP          next
 
 zero:

@@ -2,6 +2,6 @@
 
 package kernels
 
-func quantizeBlocks(block int, x []float32, qs []int8, d []float32) {
-	quantizeBlocksRef(block, x, qs, d)
+func quantizeBlocks(x []float32, qs []int8, d []float32) {
+	quantizeBlocksRef(x, qs, d)
 }

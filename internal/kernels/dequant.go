@@ -2,18 +2,15 @@ package kernels
 
 import (
 	"encoding/binary"
-	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
 
-// Weight types computed by dequantizing each row to float32 and taking an
-// F32 dot product with float32 activations. This is the pure-Go reference
-// for these types: exact dequantization (it is what llama.cpp's .f32-math
-// references compute), fixed reduction order per (row, token), so batch
-// invariance (I8) holds. Faster integer kernels with ggml-style activation
-// quantization are future work; they must match these values within the
-// activation-quantization error only.
+// The block layouts and dequantization (ggml's arithmetic, used for
+// embedding rows and as the exact value in tests) of the weight types added
+// after the first seven. Their dot products are integer, like ggml's
+// (dotQ32Ref, dotKRef in dot_ref.go, on activations quantized as in
+// activation.go).
 
 // blockQ4_1 holds 32 weights: value = d×nibble + m; byte j carries element
 // j (low nibble) and j+16 (high nibble).
@@ -92,7 +89,7 @@ var (
 // iq4nlValues is the fixed non-linear 4-bit codebook of IQ4_NL and IQ4_XS.
 var iq4nlValues = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
-// dequantOnly reports whether t is computed through dequantization.
+// dequantOnly reports whether t is decoded by dequantizeExtra.
 func dequantOnly(t gguf.Type) bool {
 	switch t {
 	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.IQ4_NL, gguf.Q5_K, gguf.Q2_K, gguf.Q3_K, gguf.IQ4_XS:
@@ -239,38 +236,4 @@ func q3kScales(s []byte) [16]uint8 {
 		out[i] = lo | hi<<4
 	}
 	return out
-}
-
-var dequantRowPool = sync.Pool{New: func() any { return new([]float32) }}
-
-// rowsDequant computes rows [r0,r1) of a dequantOnly matrix: each row is
-// dequantized once, then dotted with every token in a fixed order.
-func rowsDequant(out []float32, m *Matrix, a *activation, r0, r1 int) {
-	bp := dequantRowPool.Get().(*[]float32)
-	*bp = grow(*bp, m.Cols)
-	w := (*bp)[:m.Cols]
-	for r := r0; r < r1; r++ {
-		dequantizeExtra(m.Type, w, m.row(r))
-		for b := 0; b < a.batch; b++ {
-			out[b*m.Rows+r] = dotF32Ref(w, a.x[b*a.cols:(b+1)*a.cols])
-		}
-	}
-	dequantRowPool.Put(bp)
-}
-
-// dotF32Ref is dotFloatRef's order on float32 slices.
-func dotF32Ref(w, x []float32) float32 {
-	var acc [8]float32
-	n := len(x)
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		for l := 0; l < 8; l++ {
-			acc[l] = fma32(w[i+l], x[i+l], acc[l])
-		}
-	}
-	s := hsum8(&acc)
-	for ; i < n; i++ {
-		s = fma32(w[i], x[i], s)
-	}
-	return s
 }

@@ -1,7 +1,8 @@
 // Package kernels holds bulkhead's CPU compute kernels: matrix–vector and
 // matrix–matrix products over GGML weight encodings (F32, F16, BF16, Q8_0,
-// Q4_0, Q4_K, Q6_K), the small vector operations of a Llama layer, and the
-// F16 conversions of the KV cache.
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS), the
+// small vector operations of a Llama layer, and the F16 conversions of the
+// KV cache.
 //
 // Every operation has a pure-Go reference. On amd64 CPUs with AVX2, FMA and
 // F16C a Go-assembly fast path is chosen once, at package initialisation;
@@ -13,20 +14,21 @@
 //
 //   - Products are accumulated into eight float32 lanes with fused
 //     multiply-adds. For float weights lane l takes elements l, l+8, l+16, ….
-//     For Q8_0/Q4_0, per 32-value block, lane l takes the exact integer sum
-//     of elements 4l..4l+3 times d_w×d_x. For Q4_K/Q6_K, per 256-value
-//     super-block, lane l takes the exact integer sum over the eight
-//     32-value groups of (sub-block scale × elements 4l..4l+3) times d×d_x,
-//     and the min/offset term goes to one scalar accumulator subtracted at
-//     the end (dotKRef).
+//     For the 32-value block types, lane l takes the exact integer sum of
+//     elements 4l..4l+3 times d_w×d_x, and Q4_1/Q5_1's min term m_w×s_x
+//     goes to one scalar sum added after the lanes (dotQ32Ref). For the
+//     K-quants, per 256-value super-block, lane l takes the exact integer
+//     sum over the eight 32-value groups of (sub-block scale × elements
+//     4l..4l+3) times d×d_x, and the min/offset term goes to one scalar
+//     accumulator subtracted at the end (dotKRef). These are the lanes of
+//     ggml's AVX2 vec_dot kernels.
 //   - The eight lanes are then summed pairwise in one fixed tree
 //     ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), and any columns left over past a
 //     multiple of eight are added one by one with fused multiply-adds.
 //   - Quantized weights are multiplied with the activation quantized per
-//     token to int8 blocks (d = max|x|/127 in float32, values rounded half
-//     to even; one scale per 32 values for Q8_0/Q4_0, per 256 for the
-//     K-quants); integer sums are exact, so only the float steps above
-//     carry rounding.
+//     token as ggml quantizes it for that weight type (Q8_0 with an F16
+//     scale, Q8_1, or Q8_K; see activation.go); integer sums are exact, so
+//     only the float steps above carry rounding.
 //
 // The reference emulates a correctly rounded float32 fused multiply-add
 // (fma32), so the assembly and the reference agree bit for bit — no
@@ -40,10 +42,11 @@
 //
 // Files: blocks.go (GGML block layouts, Matrix, dequantization),
 // quantize.go (encoders), activation.go (per-token int8 activations),
-// dot_ref.go (the reference dot products), fma.go (fma32, hsum8), ops.go
+// dequant.go (the later types' layouts), dot_ref.go (the reference dot
+// products), fma.go (fma32, hsum8), ops.go
 // and exp.go (vector operations), f16.go (conversions), pool.go and
 // matmul.go (threads and MatMul), dispatch.go and cpu_*.go (the one-time
 // choice); *_amd64.s the assembly and rows*_amd64.go, matk_amd64.go its
-// tiling.
+// tiling (rowsx_amd64.go unpacks the later types for it).
 // Build with -tags noasm to run the reference on amd64.
 package kernels

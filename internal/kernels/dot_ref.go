@@ -36,27 +36,61 @@ func weightAt(t gguf.Type, w []byte, i int) float32 {
 	return float32frombytes(w[4*i:])
 }
 
-// dotQ8Ref is the dot product of one Q8_0 or Q4_0 row with a token's
-// activation blocks xq (int8) and xd (scales). Per block, lane l takes the
-// exact integer sum of elements 4l..4l+3, converted to float32 and
-// multiplied into the lane accumulator with the scale d_w×d_x.
-func dotQ8Ref(t gguf.Type, w []byte, xq []int8, xd []float32) float32 {
+// decodeQ32 writes the 32 integer weights of one 32-value block (Q8_0,
+// Q4_0, Q5_0, IQ4_NL signed; Q4_1, Q5_1 unsigned, their min returned in m)
+// and returns its F16 scale: weight = d×q (+ m).
+func decodeQ32(t gguf.Type, blk []byte, q *[32]int8) (d, m float32) {
+	switch t {
+	case gguf.Q8_0:
+		for i := range q {
+			q[i] = int8(blk[2+i])
+		}
+	case gguf.Q4_0:
+		for j := 0; j < 16; j++ {
+			q[j] = int8(blk[2+j]&15) - 8
+			q[j+16] = int8(blk[2+j]>>4) - 8
+		}
+	case gguf.IQ4_NL:
+		for j := 0; j < 16; j++ {
+			q[j] = iq4nlValues[blk[2+j]&15]
+			q[j+16] = iq4nlValues[blk[2+j]>>4]
+		}
+	case gguf.Q4_1:
+		for j := 0; j < 16; j++ {
+			q[j] = int8(blk[4+j] & 15)
+			q[j+16] = int8(blk[4+j] >> 4)
+		}
+		m = f16At(blk, 2)
+	case gguf.Q5_0, gguf.Q5_1:
+		off, bias := 2, int8(16)
+		if t == gguf.Q5_1 {
+			off, bias, m = 4, 0, f16At(blk, 2)
+		}
+		qh := binary.LittleEndian.Uint32(blk[off:])
+		qs := blk[off+4:]
+		for j := 0; j < 16; j++ {
+			q[j] = int8(qs[j]&15|byte(qh>>j&1)<<4) - bias
+			q[j+16] = int8(qs[j]>>4|byte(qh>>(j+16)&1)<<4) - bias
+		}
+	}
+	return f16At(blk, 0), m
+}
+
+// dotQ32Ref is the dot product of one row of 32-value blocks with a token's
+// activation blocks xq (int8), xd (scales) and, for Q4_1/Q5_1, xs (Q8_1's
+// d×Σq). Per block, lane l takes the exact integer sum of elements
+// 4l..4l+3, converted to float32 and multiplied into the lane accumulator
+// with the scale d_w×d_x (ggml's AVX2 vec_dot: acc = fmadd(d, sumi, acc));
+// the min term m_w×s_x goes to one scalar sum added after the lanes, as
+// ggml's summs.
+func dotQ32Ref(t gguf.Type, w []byte, xq []int8, xd, xs []float32) float32 {
 	var acc [8]float32
 	var q [32]int8
+	var summs float32
 	bb := t.BlockBytes()
 	for b := range xd {
-		blk := w[bb*b : bb*(b+1)]
-		if t == gguf.Q8_0 {
-			for i := range q {
-				q[i] = int8(blk[2+i])
-			}
-		} else {
-			for j := 0; j < 16; j++ {
-				q[j] = int8(blk[2+j]&15) - 8
-				q[j+16] = int8(blk[2+j]>>4) - 8
-			}
-		}
-		s := f16At(blk, 0) * xd[b]
+		d, m := decodeQ32(t, w[bb*b:bb*(b+1)], &q)
+		s := d * xd[b]
 		x := xq[32*b : 32*b+32]
 		for l := 0; l < 8; l++ {
 			var p int32
@@ -65,71 +99,173 @@ func dotQ8Ref(t gguf.Type, w []byte, xq []int8, xd []float32) float32 {
 			}
 			acc[l] = fma32(float32(p), s, acc[l])
 		}
+		if usesQ8_1(t) {
+			summs = fma32(m, xs[b], summs)
+		}
+	}
+	if usesQ8_1(t) {
+		return hsum8(&acc) + summs
 	}
 	return hsum8(&acc)
 }
 
-// dotKRef is the dot product of one Q4_K or Q6_K row with a token's
-// 256-value activation blocks. Per super-block the scaled integer sums are
-// exact: lane l collects sc×(partial sum of elements 4l..4l+3) over the
-// eight 32-element groups, and the min (Q4_K) or offset-32 (Q6_K) term is one
-// integer M. Then acc[l] += float(A[l])×(d×d_x) and accM += float(M)×(dmin×d_x)
-// (d×d_x for Q6_K); the result is hsum(acc) − accM.
+// kBlock is one 256-value K-quant super-block in the common form the K dot
+// products use: value e = dw × sv[e/16] × q[e] − dmw × mv[e/16], with
+// integer q, sv and mv. Q2_K, Q4_K, Q5_K and Q6_K have unsigned q and a
+// min (Q6_K's offset 32 is its min: mv = 32×sv, dmw = dw); Q3_K and IQ4_XS
+// have signed q and no min (signedK).
+type kBlock struct {
+	q       [256]int8
+	sv, mv  [16]int32
+	dw, dmw float32
+}
+
+// signedK reports whether t's K-quant values are signed (no min term).
+func signedK(t gguf.Type) bool { return t == gguf.Q3_K || t == gguf.IQ4_XS }
+
+// decodeK fills k from the encoded super-block blk of type t.
+func decodeK(t gguf.Type, blk []byte, k *kBlock) {
+	var u [256]uint8
+	switch t {
+	case gguf.Q4_K, gguf.Q5_K:
+		unpackQ4K(&u, blk)
+		if t == gguf.Q5_K {
+			unpackQ5K(&u, blk)
+		}
+		for j := 0; j < 8; j++ {
+			sc, mn := q4kScaleMin(blk[q4kOffScales:], j)
+			k.sv[2*j], k.sv[2*j+1] = int32(sc), int32(sc)
+			k.mv[2*j], k.mv[2*j+1] = int32(mn), int32(mn)
+		}
+		k.dw, k.dmw = f16At(blk, 0), f16At(blk, 2)
+	case gguf.Q6_K:
+		unpackQ6K(&u, blk)
+		for j := 0; j < 16; j++ {
+			sc := int32(int8(blk[q6kOffScales+j]))
+			k.sv[j], k.mv[j] = sc, 32*sc
+		}
+		k.dw = f16At(blk, q6kOffD)
+		k.dmw = k.dw
+	case gguf.Q2_K:
+		e := 0
+		for n := 0; n < 2; n++ {
+			q := blk[16+32*n:]
+			for shift := 0; shift < 8; shift += 2 {
+				for half := 0; half < 2; half++ {
+					for l := 0; l < 16; l++ {
+						u[e] = q[16*half+l] >> shift & 3
+						e++
+					}
+				}
+			}
+		}
+		for j := 0; j < 16; j++ {
+			k.sv[j], k.mv[j] = int32(blk[j]&15), int32(blk[j]>>4)
+		}
+		k.dw, k.dmw = f16At(blk, 80), f16At(blk, 82)
+	case gguf.Q3_K:
+		sc := q3kScales(blk[96:108])
+		hm := blk[0:32]
+		m := byte(1)
+		e := 0
+		for n := 0; n < 2; n++ {
+			q := blk[32+32*n:]
+			for shift := 0; shift < 8; shift += 2 {
+				for half := 0; half < 2; half++ {
+					for l := 0; l < 16; l++ {
+						v := int8(q[16*half+l] >> shift & 3)
+						if hm[16*half+l]&m == 0 {
+							v -= 4
+						}
+						k.q[e] = v
+						e++
+					}
+				}
+				m <<= 1
+			}
+		}
+		for j := 0; j < 16; j++ {
+			k.sv[j], k.mv[j] = int32(sc[j])-32, 0
+		}
+		k.dw, k.dmw = f16At(blk, 108), 0
+		return
+	case gguf.IQ4_XS:
+		sh := binary.LittleEndian.Uint16(blk[2:])
+		for ib := 0; ib < 8; ib++ {
+			ls := int32(blk[4+ib/2]>>(4*(ib%2)))&15 | int32(sh>>(2*ib)&3)<<4
+			k.sv[2*ib], k.sv[2*ib+1] = ls-32, ls-32
+			k.mv[2*ib], k.mv[2*ib+1] = 0, 0
+			qs := blk[8+16*ib:]
+			for j := 0; j < 16; j++ {
+				k.q[32*ib+j] = iq4nlValues[qs[j]&15]
+				k.q[32*ib+16+j] = iq4nlValues[qs[j]>>4]
+			}
+		}
+		k.dw, k.dmw = f16At(blk, 0), 0
+		return
+	}
+	for e := range u {
+		k.q[e] = int8(u[e])
+	}
+}
+
+// unpackQ5K adds the fifth bits of a Q5_K block to the nibbles unpackQ4K
+// wrote (Q5_K's nibbles sit 32 bytes further on, after qh).
+func unpackQ5K(u *[256]uint8, blk []byte) {
+	qh, ql := blk[16:48], blk[48:176]
+	for c := 0; c < 4; c++ {
+		for l := 0; l < 32; l++ {
+			u[64*c+l] = ql[32*c+l]&15 | (qh[l]>>(2*c)&1)<<4
+			u[64*c+32+l] = ql[32*c+l]>>4 | (qh[l]>>(2*c+1)&1)<<4
+		}
+	}
+}
+
+// dotKRef is the dot product of one K-quant row with a token's Q8_K
+// blocks. Per super-block the integer sums are exact: lane l collects
+// sv×(partial sum of elements 4l..4l+3) over the eight 32-element groups
+// (as ggml's AVX2 sumi lanes), and the min term is one integer
+// M = Σ mv[j]×bsum[j]. Then acc[l] += float(A[l])×(dw×d_x) and
+// accM += float(M)×(dmw×d_x); the result is hsum(acc) − accM (hsum(acc) for
+// the signed types, which have no min).
 func dotKRef(t gguf.Type, w []byte, xq []int8, xd []float32, bsum []int16) float32 {
 	var acc [8]float32
 	var accM float32
-	var q [256]uint8
+	var k kBlock
+	bb := t.BlockBytes()
 	for b := range xd {
+		decodeK(t, w[bb*b:bb*(b+1)], &k)
 		x := xq[256*b : 256*b+256]
-		bs := bsum[16*b : 16*b+16]
 		var A [8]int32
-		var M int32
-		var dd, dm float32
-		if t == gguf.Q4_K {
-			blk := w[144*b : 144*b+144]
-			unpackQ4K(&q, blk)
-			for j := 0; j < 8; j++ {
-				sc, mn := q4kScaleMin(blk[q4kOffScales:], j)
-				for l := 0; l < 8; l++ {
-					A[l] += int32(sc) * partial4(q[32*j+4*l:], x[32*j+4*l:])
-				}
-				M += int32(mn) * (int32(bs[2*j]) + int32(bs[2*j+1]))
+		for g := 0; g < 8; g++ {
+			for l := 0; l < 8; l++ {
+				e := 32*g + 4*l
+				p := int32(k.q[e])*int32(x[e]) + int32(k.q[e+1])*int32(x[e+1]) +
+					int32(k.q[e+2])*int32(x[e+2]) + int32(k.q[e+3])*int32(x[e+3])
+				A[l] += k.sv[2*g+l/4] * p
 			}
-			dd, dm = f16At(blk, 0)*xd[b], f16At(blk, 2)*xd[b]
-		} else {
-			blk := w[210*b : 210*b+210]
-			unpackQ6K(&q, blk)
-			sc := blk[q6kOffScales : q6kOffScales+16]
-			for g := 0; g < 8; g++ {
-				for l := 0; l < 8; l++ {
-					A[l] += int32(int8(sc[2*g+l/4])) * partial4(q[32*g+4*l:], x[32*g+4*l:])
-				}
-			}
-			for j := 0; j < 16; j++ {
-				M += 32 * int32(int8(sc[j])) * int32(bs[j])
-			}
-			dd = f16At(blk, q6kOffD) * xd[b]
-			dm = dd
 		}
+		dd := k.dw * xd[b]
 		for l := 0; l < 8; l++ {
 			acc[l] = fma32(float32(A[l]), dd, acc[l])
 		}
-		accM = fma32(float32(M), dm, accM)
+		if !signedK(t) {
+			var M int32
+			for j, bs := range bsum[16*b : 16*b+16] {
+				M += k.mv[j] * int32(bs)
+			}
+			accM = fma32(float32(M), k.dmw*xd[b], accM)
+		}
+	}
+	if signedK(t) {
+		return hsum8(&acc)
 	}
 	return hsum8(&acc) - accM
-}
-
-func partial4(q []uint8, x []int8) int32 {
-	return int32(q[0])*int32(x[0]) + int32(q[1])*int32(x[1]) + int32(q[2])*int32(x[2]) + int32(q[3])*int32(x[3])
 }
 
 // rowsRef computes out[b*m.Rows+r] for r in [r0,r1) and every token with the
 // reference dot products.
 func rowsRef(out []float32, m *Matrix, a *activation, r0, r1 int) {
-	if dequantOnly(m.Type) {
-		rowsDequant(out, m, a, r0, r1)
-		return
-	}
 	for r := r0; r < r1; r++ {
 		w := m.row(r)
 		for b := 0; b < a.batch; b++ {
@@ -145,7 +281,11 @@ func dotRowRef(t gguf.Type, w []byte, a *activation, b int) float32 {
 		return dotFloatRef(t, w, a.x[b*a.cols:(b+1)*a.cols])
 	case 32:
 		nb := a.cols / 32
-		return dotQ8Ref(t, w, a.qs[b*a.cols:(b+1)*a.cols], a.d[b*nb:(b+1)*nb])
+		var xs []float32
+		if len(a.s) > 0 {
+			xs = a.s[b*nb : (b+1)*nb]
+		}
+		return dotQ32Ref(t, w, a.qs[b*a.cols:(b+1)*a.cols], a.d[b*nb:(b+1)*nb], xs)
 	default:
 		nb := a.cols / 256
 		return dotKRef(t, w, a.qs[b*a.cols:(b+1)*a.cols], a.d[b*nb:(b+1)*nb], a.bsum[b*a.cols/16:(b+1)*a.cols/16])

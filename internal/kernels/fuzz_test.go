@@ -65,7 +65,7 @@ func FuzzQuantizeRoundTrip(f *testing.F) {
 	f.Add(uint8(3), []byte{0, 0, 0x80, 0x3f, 0, 0, 0x80, 0xbf})
 	f.Add(uint8(6), []byte{0, 0, 0xc0, 0x7f}) // NaN
 	f.Fuzz(func(t *testing.T, ti uint8, raw []byte) {
-		typ := allTypes[int(ti)%len(allTypes)]
+		typ := quantTypes[int(ti)%len(quantTypes)]
 		n := max(typ.BlockElems(), 256)
 		x := make([]float32, n)
 		finite := true

@@ -168,3 +168,4 @@ loop:
 	MOVSS        X9, ret+64(FP)
 	VZEROUPPER
 	RET
+

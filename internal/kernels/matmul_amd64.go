@@ -22,6 +22,10 @@ func rowsFast(t gguf.Type, cols int) rowKernel {
 		return rowsQ8
 	case gguf.Q4_K, gguf.Q6_K:
 		return rowsK
+	case gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.IQ4_NL:
+		return rowsQ32
+	case gguf.Q2_K, gguf.Q3_K, gguf.Q5_K, gguf.IQ4_XS:
+		return rowsKx
 	case gguf.F16:
 		return rowsFloat
 	case gguf.BF16:

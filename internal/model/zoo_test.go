@@ -66,7 +66,8 @@ func defaultTolerance(f *gguf.File) float64 {
 func exactPath(f *gguf.File) bool {
 	for _, ti := range f.Tensors {
 		switch ti.Type {
-		case gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K:
+		case gguf.F32, gguf.F16, gguf.BF16:
+		default:
 			return false // activations quantized to int8 (kernels/activation.go)
 		}
 	}

@@ -1,0 +1,140 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// q5kRows: q4kRows for Q5_K (176-byte super-blocks: d, dmin, 12 scale
+// bytes as Q4_K, qh[32], qs[128]). Value = nibble | fifth bit << 4, the
+// fifth bits of chunk c's low nibbles at bit 2c of qh[l], of its high
+// nibbles at bit 2c+1. The lanes, the M term and the float steps are
+// dotKRef's, as in q4kRows.
+
+#define HSUM8(Y, X, TX) \
+	VEXTRACTF128 $1, Y, TX \
+	VADDPS       TX, X, X  \
+	VMOVHLPS     X, X, TX  \
+	VADDPS       TX, X, X  \
+	VMOVSHDUP    X, TX     \
+	VADDSS       TX, X, X
+
+#define MTERMR \
+	VPMADDWD     (R9), Y13, Y6  \
+	VEXTRACTI128 $1, Y6, X7     \
+	VPADDD       X7, X6, X6     \
+	VPSHUFD      $0x4e, X6, X7  \
+	VPADDD       X7, X6, X6     \
+	VPSHUFD      $0xb1, X6, X7  \
+	VPADDD       X7, X6, X6     \
+	VCVTDQ2PS    X6, X6
+
+// Q5KCHUNK: chunk c's 64 values; SL/SH shift the qh bits of its low/high
+// nibbles to bit 4 of each byte (word shifts stay inside each byte here,
+// since only bit 4 is kept).
+#define Q5KCHUNK(OFF, XOFF, SOFF, SL, NL, SH, NH) \
+	VMOVDQU      OFF(SI), Y0       \
+	VPSRLW       $4, Y0, Y1        \
+	VPAND        Y15, Y0, Y0       \
+	VPAND        Y15, Y1, Y1       \
+	SL           $NL, Y12, Y2      \
+	VPAND        Y14, Y2, Y2       \
+	VPOR         Y2, Y0, Y0        \
+	SH           $NH, Y12, Y3      \
+	VPAND        Y14, Y3, Y3       \
+	VPOR         Y3, Y1, Y1        \
+	VPMADDUBSW   XOFF(R8), Y0, Y0  \
+	VPBROADCASTW SOFF(SP), Y2      \
+	VPMADDWD     Y2, Y0, Y0        \
+	VPADDD       Y0, Y8, Y8        \
+	VPMADDUBSW   XOFF+32(R8), Y1, Y1 \
+	VPBROADCASTW SOFF+2(SP), Y3    \
+	VPMADDWD     Y3, Y1, Y1        \
+	VPADDD       Y1, Y8, Y8
+
+// func q5kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+TEXT ·q5kRows(SB), NOSPLIT, $64-64
+	MOVQ         out+0(FP), DI
+	MOVQ         w+8(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x10101010, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+row:
+	MOVQ   R10, SI
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VXORPS Y9, Y9, Y9
+	VXORPS X10, X10, X10
+
+sb:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	// Scales as in q4kRows.
+	MOVL  4(SI), AX
+	MOVL  8(SI), BX
+	MOVL  12(SI), R12
+	MOVL  AX, R13
+	ANDL  $0x3f3f3f3f, R13
+	MOVL  BX, R14
+	ANDL  $0x3f3f3f3f, R14
+	SHRL  $6, AX
+	ANDL  $0x03030303, AX
+	SHLL  $4, AX
+	MOVL  R12, R15
+	ANDL  $0x0f0f0f0f, R15
+	ORL   AX, R15
+	SHRL  $6, BX
+	ANDL  $0x03030303, BX
+	SHLL  $4, BX
+	SHRL  $4, R12
+	ANDL  $0x0f0f0f0f, R12
+	ORL   BX, R12
+	VMOVD R13, X0
+	VPINSRD $1, R15, X0, X0
+	VPINSRD $2, R14, X0, X0
+	VPINSRD $3, R12, X0, X0
+	VPMOVZXBW X0, Y0
+	VMOVDQU   Y0, 0(SP)
+	VEXTRACTI128 $1, Y0, X1
+	VPUNPCKLWD X1, X1, X2
+	VPUNPCKHWD X1, X1, X3
+	VINSERTI128 $1, X3, Y2, Y13
+	VMOVDQU 16(SI), Y12 // qh
+
+	VPXOR Y8, Y8, Y8
+	Q5KCHUNK(48, 0, 0, VPSLLW, 4, VPSLLW, 3)
+	Q5KCHUNK(80, 64, 4, VPSLLW, 2, VPSLLW, 1)
+	Q5KCHUNK(112, 128, 8, VPSRLW, 0, VPSRLW, 1)
+	Q5KCHUNK(144, 192, 12, VPSRLW, 2, VPSRLW, 3)
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS (DX), Y4
+	VPBROADCASTW (SI), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y4, Y5, Y5
+	VFMADD231PS  Y5, Y8, Y9
+	MTERMR
+	VPBROADCASTW 2(SI), X7
+	VCVTPH2PS    X7, X7
+	VMULSS       X4, X7, X7
+	VFMADD231SS  X7, X6, X10
+	ADDQ         $176, SI
+	ADDQ         $256, R8
+	ADDQ         $4, DX
+	ADDQ         $32, R9
+	DECQ         CX
+	JNZ          sb
+
+	HSUM8(Y9, X9, X0)
+	VSUBSS X10, X9, X9
+	MOVSS  X9, (DI)
+	ADDQ   $4, DI
+	ADDQ   rowBytes+16(FP), R10
+	DECQ   R11
+	JNZ    row
+	VZEROUPPER
+	RET
