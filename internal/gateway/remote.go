@@ -51,7 +51,8 @@ func (g *Gateway) Stats() engine.Stats {
 // worker compute and transfer it, and returns decode's token stream.
 // Prefill's and decode's client errors come back as the same typed errors
 // an engine returns, so the client sees the same 4xx.
-func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
+// submitOnce runs req on one prefill+decode pair (see Submit).
+func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
 	if !g.isStarted() {
 		return nil, fmt.Errorf("%w: no worker has answered yet", engine.ErrShuttingDown)
 	}
@@ -98,6 +99,9 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 		if err != nil {
 			// Closing decode's stream aborts its reservation and frees it.
 			r.close()
+			if de := (*worker.DriftError)(nil); errors.As(err, &de) {
+				g.onDrift(ctx, pre, r.dec, de)
+			}
 			return nil, err
 		}
 	}

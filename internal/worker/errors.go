@@ -9,12 +9,23 @@ import (
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
 )
 
+// DriftError is a KV handshake refused because the two workers' models or
+// KV layouts differ (a worker restarted with other flags since the
+// gateway's last check). It is no client's fault and no internal bug: the
+// gateway re-checks its workers and tries another pair.
+type DriftError struct{ Reason string }
+
+func (e *DriftError) Error() string { return "worker drift: " + e.Reason }
+
 // EncodeError turns an engine error into a status and a body that DecodeError
 // maps back, so a client error keeps its meaning across the hop.
 func EncodeError(err error) (int, *ErrorBody) {
 	var cl *engine.ContextLengthError
 	var ol *engine.OverloadedError
+	var de *DriftError
 	switch {
+	case errors.As(err, &de):
+		return http.StatusServiceUnavailable, &ErrorBody{Message: de.Reason, Kind: "drift"}
 	case errors.As(err, &ol):
 		return http.StatusServiceUnavailable, &ErrorBody{Message: err.Error(), Kind: "overloaded", RetryAfterMs: ol.RetryAfter.Milliseconds()}
 	case errors.As(err, &cl):
@@ -41,6 +52,8 @@ func DecodeError(b *ErrorBody) error {
 		return &engine.OverloadedError{Reason: b.Message, RetryAfter: time.Duration(b.RetryAfterMs) * time.Millisecond}
 	case "shutting_down":
 		return fmt.Errorf("%w: %s", engine.ErrShuttingDown, b.Message)
+	case "drift":
+		return &DriftError{Reason: b.Message}
 	case "aborted":
 		return fmt.Errorf("%w: %s", engine.ErrAborted, b.Message)
 	}

@@ -112,7 +112,13 @@ func (w *Worker) prefill(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.Release(err)
-	if err != nil {
+	var mm *transfer.MismatchError
+	switch {
+	case errors.As(err, &mm):
+		w.log.Warn("KV handshake refused: the decode worker's configuration differs", "transfer_id", pr.TransferID, "decode", pr.DecodeKV, "err", err)
+		writeError(rw, &DriftError{Reason: fmt.Sprintf("KV handshake with decode worker %s refused: %s is %s here, %s there", pr.DecodeKV, mm.Field, mm.Local, mm.Remote)})
+		return
+	case err != nil:
 		w.log.Warn("KV transfer failed", "transfer_id", pr.TransferID, "decode", pr.DecodeKV, "err", err)
 		writeError(rw, fmt.Errorf("%w: KV transfer to %s: %v", engine.ErrInternal, pr.DecodeKV, err))
 		return

@@ -116,7 +116,7 @@ type ErrorBody struct {
 	Message string `json:"message"`
 	// Kind is what the receiver maps back to a typed error:
 	// context_length_exceeded, invalid_request, shutting_down, aborted,
-	// overloaded, internal.
+	// overloaded, drift, internal.
 	Kind         string `json:"kind"`
 	PromptTokens int    `json:"prompt_tokens,omitempty"`
 	Limit        int    `json:"limit,omitempty"`

@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/worker"
+)
+
+// Submit runs req on a prefill+decode pair. A pair whose KV handshake is
+// refused because a worker's configuration changed since the last check
+// (drift inside the check interval) is taken out of the pool at once and
+// the request tried once on another pair; with none left the client gets a
+// 503 with Retry-After, never a 500 and never a truncated answer.
+func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
+	ch, err := g.submitOnce(ctx, req)
+	var de *worker.DriftError
+	if !errors.As(err, &de) {
+		return ch, err
+	}
+	ch, err = g.submitOnce(ctx, req)
+	if errors.As(err, &de) || errors.Is(err, engine.ErrShuttingDown) {
+		return nil, &engine.OverloadedError{
+			Reason:     fmt.Sprintf("no worker pair agrees on the model and KV layout (%s)", de.Reason),
+			RetryAfter: g.cfg.CheckInterval,
+		}
+	}
+	return ch, err
+}
+
+// onDrift re-checks every worker now, so the one that drifted gets no more
+// traffic before the next periodic check. If the check cannot tell which
+// (both still report the reference), the decode worker that refused the
+// handshake is the one taken out until a check finds it sound again.
+func (g *Gateway) onDrift(ctx context.Context, pre, dec *member, de *worker.DriftError) {
+	g.Check(ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if pre.healthy && dec.healthy {
+		dec.healthy, dec.problem = false, "drift: "+de.Reason
+	}
+	g.log.Warn("KV handshake refused: worker configuration drifted", "prefill", pre.url, "decode", dec.url,
+		"reason", de.Reason, "prefill_problem", pre.problem, "decode_problem", dec.problem)
+}
