@@ -10,6 +10,7 @@ import (
 type Vocab struct {
 	n     int
 	nodes []trieNode
+	plain plainIndex // plain.go
 }
 
 type trieNode struct {
@@ -46,6 +47,7 @@ func NewVocab(pieces [][]byte) *Vocab {
 		}
 		v.nodes[cur].tokens = append(v.nodes[cur].tokens, int32(id))
 	}
+	v.indexPlain()
 	return v
 }
 
@@ -104,7 +106,19 @@ type maskCache struct {
 
 func (m *Matcher) walk(v *Vocab, at int32, s *State, row *stepRow, out Mask) {
 	n := &v.nodes[at]
+	depth := int32(-1) // s's plain depth, looked up on the first plain edge
 	for i, c := range n.bytes {
+		if h := v.plain.plainHeight[n.children[i]]; h >= 0 && isPlain(c) {
+			if depth < 0 {
+				depth = row.plainDepth(m, s)
+			}
+			if depth > h { // the edge and every path below it survive
+				for _, id := range v.plain.subtree[v.plain.lo[n.children[i]]:v.plain.hi[n.children[i]]] {
+					out.set(id)
+				}
+				continue
+			}
+		}
 		next := row.after(m, s, c)
 		if len(next.stacks) == 0 && !next.accept {
 			continue // dead: prune the subtree
@@ -138,6 +152,9 @@ type stepRow struct {
 	known [4]uint64
 	next  [256]State
 	rows  [256]*stepRow
+	// plainLen is the state's plainDepth (plain.go), once plainKnown.
+	plainKnown bool
+	plainLen   int32
 }
 
 // reset forgets the walk's transitions, keeping the rows for reuse.

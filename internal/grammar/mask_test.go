@@ -9,8 +9,14 @@ import (
 // on its own, along random allowed paths through a schema with bounded
 // strings, where states do not recur and every walk fills the memo anew.
 func TestMaskAgreesWithAdvancingInBoundedStrings(t *testing.T) {
-	g, _, err := CompileSchema([]byte(`{"type":"object","additionalProperties":false,"required":["name","notes"],"properties":{
+	schema, _, err := CompileSchema([]byte(`{"type":"object","additionalProperties":false,"required":["name","notes"],"properties":{
  "name":{"type":"string","maxLength":5},"notes":{"type":"array","items":{"type":"string","minLength":1,"maxLength":3},"maxItems":3}}}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stacks that split the plain bytes (not uniform), a plain loop that
+	// steps to itself, and one that ends after two.
+	mixed, err := ParseGBNF(`root ::= [a-m]+ "." | [ -~]{2} | "q" [ -~]* "."`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,11 +24,15 @@ func TestMaskAgreesWithAdvancingInBoundedStrings(t *testing.T) {
 	for c := byte(0x20); c < 0x7f; c++ {
 		pieces = append(pieces, []byte{c})
 	}
-	for _, p := range []string{`"a`, `ab"`, `abc`, `abcdef`, "\u00e9", "\xc3", "\xa9", `\n`, `\u00`, `", "`, `"]`, `"]}`, `{"`, `": "`, `name`, `notes`, `": [`, "\n ", `"\`, `\"`} {
+	for _, p := range []string{`"a`, `ab"`, `abc`, `abcdef`, "\u00e9", "\xc3", "\xa9", `\n`, `\u00`, `", "`, `"]`, `"]}`, `{"`, `": "`, `name`, `notes`, `": [`, "\n ", `"\`, `\"`, `qqq`, `q abc`, `am`, `mn`, `a"`} {
 		pieces = append(pieces, []byte(p))
 	}
 	v := NewVocab(pieces)
-	for seed := range uint64(30) {
+	for seed := range uint64(60) {
+		g := schema
+		if seed%2 == 1 {
+			g = mixed
+		}
 		rng := rand.New(rand.NewPCG(seed, 9))
 		m := NewMatcher(g)
 		for step := 0; step < 60 && !m.Done(); step++ {
