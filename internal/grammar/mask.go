@@ -157,11 +157,18 @@ type stepRow struct {
 	plainLen   int32
 }
 
-// reset forgets the walk's transitions, keeping the rows for reuse.
+// maxFreeRows bounds the rows a matcher keeps for its next walk (a row is
+// about 12 KB; a walk inside a bounded string uses ~150), so an idle
+// constrained request holds little.
+const maxFreeRows = 32
+
+// reset forgets the walk's transitions, keeping a few rows for reuse.
 func (sm *stepMemo) reset() {
 	for k, r := range sm.rows {
-		*r = stepRow{}
-		sm.free = append(sm.free, r)
+		if len(sm.free) < maxFreeRows {
+			*r = stepRow{}
+			sm.free = append(sm.free, r)
+		}
 		delete(sm.rows, k)
 	}
 }
