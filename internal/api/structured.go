@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/grammar"
@@ -61,10 +60,7 @@ func (r *structuredRequest) compile(gc *grammarCache) (*grammar.Grammar, *apiErr
 				return nil, invalid("response_format", "invalid_value", "response_format json_schema needs json_schema.schema")
 			}
 			strict := f.JSONSchema.Strict != nil && *f.JSONSchema.Strict
-			gg, err := gc.get(fmt.Sprintf("schema %v %s", strict, f.JSONSchema.Schema), func() (*grammar.Grammar, error) {
-				g, _, err := grammar.CompileSchema(f.JSONSchema.Schema, strict)
-				return g, err
-			})
+			gg, err := gc.get(grammar.Spec{Kind: grammar.KindJSONSchema, Source: string(f.JSONSchema.Schema), Strict: strict})
 			if err != nil {
 				return nil, invalid("response_format", "invalid_value", "response_format.json_schema.schema: %v", err)
 			}
@@ -76,7 +72,7 @@ func (r *structuredRequest) compile(gc *grammarCache) (*grammar.Grammar, *apiErr
 		}
 	}
 	if r.Grammar != nil && *r.Grammar != "" {
-		gg, err := gc.get("gbnf "+*r.Grammar, func() (*grammar.Grammar, error) { return grammar.ParseGBNF(*r.Grammar) })
+		gg, err := gc.get(grammar.Spec{Kind: grammar.KindGBNF, Source: *r.Grammar})
 		if err != nil {
 			return nil, invalid("grammar", "invalid_value", "grammar: %v", err)
 		}
@@ -85,7 +81,7 @@ func (r *structuredRequest) compile(gc *grammarCache) (*grammar.Grammar, *apiErr
 		}
 	}
 	if r.Regex != nil {
-		gg, err := gc.get("regex "+*r.Regex, func() (*grammar.Grammar, error) { return grammar.CompileRegex(*r.Regex) })
+		gg, err := gc.get(grammar.Spec{Kind: grammar.KindRegex, Source: *r.Regex})
 		if err != nil {
 			return nil, invalid("regex", "invalid_value", "regex: %v", err)
 		}
@@ -96,39 +92,22 @@ func (r *structuredRequest) compile(gc *grammarCache) (*grammar.Grammar, *apiErr
 	return g, nil
 }
 
-// vocabulary is the tokenizer's trie for masks, built on first use.
+// vocabulary is the tokenizer's vocabulary for masks, built on first use.
 type vocabulary struct {
-	once   sync.Once
-	v      *grammar.Vocab
-	pieces [][]byte
-	eog    []int32
-	err    error
+	once sync.Once
+	v    *grammar.TokenVocab
+	err  error
 }
-
-// Control tokens (controlChecker, special.go) are never allowed by a
-// grammar: their text is not output text.
 
 func (s *Server) vocab() (*vocabulary, error) {
 	vc := &s.gvocab
 	vc.once.Do(func() {
-		vs, ok := s.tok.(vocabSizer)
+		t, ok := s.tok.(grammar.Tokens)
 		if !ok {
 			vc.err = errors.New("this model's tokenizer does not expose its vocabulary, which structured output needs")
 			return
 		}
-		cc, _ := s.tok.(controlChecker)
-		n := vs.VocabSize()
-		vc.pieces = make([][]byte, n)
-		for id := range int32(n) {
-			switch {
-			case s.tok.IsEOG(id):
-				vc.eog = append(vc.eog, id)
-			case id == s.tok.BOS() || (cc != nil && cc.IsControl(id)):
-			default:
-				vc.pieces[id] = s.tok.Piece(id)
-			}
-		}
-		vc.v = grammar.NewVocab(vc.pieces)
+		vc.v = grammar.NewTokenVocab(t)
 	})
 	return vc, vc.err
 }
@@ -144,12 +123,9 @@ func (s *Server) applyStructured(r *structuredRequest, p *genParams) *apiError {
 	if err != nil {
 		return invalid("response_format", "unsupported_value", "%v", err)
 	}
-	p.sampling.Constraint = grammar.NewConstraint(g, vc.v, func(id int32) []byte {
-		if id >= 0 && int(id) < len(vc.pieces) {
-			return vc.pieces[id]
-		}
-		return nil
-	}, vc.eog)
+	// The constraint carries its Spec, which a gateway forwards to the
+	// decode worker that samples (internal/gateway/structured.go).
+	p.sampling.Constraint = vc.v.Constraint(g)
 	return nil
 }
 
@@ -158,25 +134,25 @@ func (s *Server) applyStructured(r *structuredRequest, p *genParams) *apiError {
 // token masks. It holds at most maxCachedGrammars and then starts again.
 type grammarCache struct {
 	mu sync.Mutex
-	m  map[string]*grammar.Grammar
+	m  map[grammar.Spec]*grammar.Grammar
 }
 
 const maxCachedGrammars = 256
 
-func (c *grammarCache) get(key string, compile func() (*grammar.Grammar, error)) (*grammar.Grammar, error) {
+func (c *grammarCache) get(key grammar.Spec) (*grammar.Grammar, error) {
 	c.mu.Lock()
 	g, ok := c.m[key]
 	c.mu.Unlock()
 	if ok {
 		return g, nil
 	}
-	g, err := compile()
+	g, err := key.Compile()
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedGrammars {
-		c.m = map[string]*grammar.Grammar{}
+		c.m = map[grammar.Spec]*grammar.Grammar{}
 	}
 	c.m[key] = g
 	c.mu.Unlock()

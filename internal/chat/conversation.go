@@ -3,7 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -41,22 +41,23 @@ func (t *Template) RenderConversation(c Conversation) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := t.render(c, msgs)
-	if err == nil && !strings.Contains(out, "{'type': 'text'") {
+	out, err := t.render(c, msgs, true)
+	if err == nil {
 		return out, nil
 	}
 	// Retry with llama.cpp's normalisations (see normalise.go); the error
 	// reported is the verbatim rendering's.
 	msgs, _ = c.messages()
 	normalise(msgs)
-	if out2, err2 := t.render(c, msgs); err2 == nil {
+	c = t.withLlamacppDefaults(c, time.Now())
+	if out2, err2 := t.render(c, msgs, false); err2 == nil {
 		return out2, nil
 	}
 	if err == nil {
 		return out, nil
 	}
 	if folded := foldSystem(msgs); folded != nil {
-		if out, err2 := t.render(c, folded); err2 == nil {
+		if out, err2 := t.render(c, folded, false); err2 == nil {
 			return out, nil
 		}
 	}
@@ -75,7 +76,10 @@ func (c Conversation) messages() ([]jinja.Value, error) {
 	return msgs, nil
 }
 
-func (t *Template) render(c Conversation, msgs []jinja.Value) (string, error) {
+// render renders with jinja2's strict `+` (strict.go) or, for the
+// llama.cpp-normalised retry, with the engine's lenient one, as llama.cpp's
+// own engine is.
+func (t *Template) render(c Conversation, msgs []jinja.Value, strict bool) (string, error) {
 	vars := make(map[string]jinja.Value, 8+len(c.Kwargs))
 	for k, raw := range c.Kwargs {
 		if reserved[k] {
@@ -93,6 +97,11 @@ func (t *Template) render(c Conversation, msgs []jinja.Value) (string, error) {
 	vars["eos_token"] = jinja.NewString(c.EOSToken)
 	for name, raw := range map[string]json.RawMessage{"tools": c.Tools, "documents": c.Documents} {
 		if raw == nil || string(raw) == "null" {
+			// Hugging Face passes None; llama.cpp (the retry) leaves
+			// them undefined.
+			if strict {
+				vars[name] = jinja.None()
+			}
 			continue
 		}
 		v, err := jsonValue(raw)
@@ -101,7 +110,14 @@ func (t *Template) render(c Conversation, msgs []jinja.Value) (string, error) {
 		}
 		vars[name] = v
 	}
-	out, err := t.t.RenderValues(vars)
+	tmpl := t.t
+	if strict && t.strict != nil {
+		tmpl = t.strict
+		for name, f := range strictFilters {
+			vars[name] = f
+		}
+	}
+	out, err := tmpl.RenderValues(vars)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrRender, err)
 	}

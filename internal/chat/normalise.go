@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -10,7 +11,7 @@ import (
 // When a template refuses the conversation exactly as sent, rendering is
 // retried once with the normalisations llama.cpp's server applies to
 // OpenAI requests (templates are written against Hugging Face's inputs,
-// and many break on OpenAI's wire format): null content becomes "", an
+// and many break on OpenAI's wire format): null or missing content becomes "", an
 // array of text parts becomes one string joined with "\n", a tool call's
 // arguments sent as a JSON string become the object they encode, and —
 // only if the template still refuses — a leading system message is folded
@@ -19,6 +20,31 @@ import (
 // rendering always comes first, so a template that accepts OpenAI's
 // shapes sees them untouched.
 
+// withLlamacppDefaults gives the retry the variables llama.cpp's server
+// defines besides the request's own: today's date as date_string
+// ("02 Dec 2026") and datetime ("Dec 02 2026"), and enable_thinking=true
+// (its default reasoning mode) for templates that write thinking tags,
+// which is when llama.cpp detects reasoning support. A client's
+// chat_template_kwargs still win.
+func (t *Template) withLlamacppDefaults(c Conversation, now time.Time) Conversation {
+	kw := make(map[string]json.RawMessage, len(c.Kwargs)+3)
+	kw["date_string"] = jsonString(now.Format("02 Jan 2006"))
+	kw["datetime"] = jsonString(now.Format("Jan 02 2006"))
+	if t.thinks {
+		kw["enable_thinking"] = json.RawMessage("true")
+	}
+	for k, v := range c.Kwargs {
+		kw[k] = v
+	}
+	c.Kwargs = kw
+	return c
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
 // normalise applies the llama.cpp request normalisations to msgs in place.
 func normalise(msgs []jinja.Value) {
 	for _, m := range msgs {
@@ -26,6 +52,9 @@ func normalise(msgs []jinja.Value) {
 			continue
 		}
 		d := m.AsDict()
+		if _, ok := d.Get("content"); !ok {
+			d.Set("content", jinja.NewString(""))
+		}
 		if c, ok := d.Get("content"); ok {
 			switch {
 			case c.IsNone():

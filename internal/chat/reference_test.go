@@ -116,20 +116,33 @@ func TestRenderingAgreesWithTheReference(t *testing.T) {
 		case want == nil:
 			why = "rendered where both references refuse"
 		}
+		if cause, ok := knownDifferences[c.Template+" × "+c.Conversation]; ok {
+			why += " (known: " + cause + ")"
+		}
 		failures = append(failures, c.Template+" × "+c.Conversation+": "+why)
 	}
 	t.Logf("agreement: %d of %d cases (plain-text conversations: %d of %d)", agree, len(ref.Cases), plainAgree, plain)
 	for _, f := range failures {
 		t.Log("  " + f)
 	}
-	// Floor measured on this code (see docs/ARCHITECTURE.md); the issue's
-	// target is 590.
+	// Floor measured on this code (611; the target is 590), and
+	// every plain-text conversation must agree.
 	if agree < agreementFloor {
 		t.Errorf("agreement %d fell below the measured floor %d", agree, agreementFloor)
 	}
+	if plainAgree != plain {
+		t.Errorf("plain-text conversations: %d of %d agree; all must", plainAgree, plain)
+	}
 }
 
-const agreementFloor = 576
+const agreementFloor = 611
+
+// knownDifferences are the cases still rendered differently, with the
+// cause found for each.
+var knownDifferences = map[string]string{
+	"meetkai-functionary-medium-v3.2.jinja × tool_call_object_args": "jinja2 refuses str + dict arguments; " +
+		"llama.cpp's engine stringifies the dict as compact JSON, the retry's engine as a Python repr",
+}
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")

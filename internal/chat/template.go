@@ -35,6 +35,12 @@ type Options struct {
 // Template is a compiled chat template, safe for concurrent use.
 type Template struct {
 	t *jinja.Template
+	// strict is the same template with jinja2's `+` (strict.go), used
+	// for the verbatim rendering; nil if the rewrite was not possible.
+	strict *jinja.Template
+	// thinks: the source writes thinking tags (<think>, <|START_THINKING|>,
+	// <|think|>), as the templates llama.cpp treats as reasoning do.
+	thinks bool
 }
 
 // Compile compiles a chat template source; an empty source is ErrNoTemplate.
@@ -46,7 +52,8 @@ func Compile(source string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat: compiling the chat template: %w", err)
 	}
-	return &Template{t: t}, nil
+	thinks := strings.Contains(source, "think>") || strings.Contains(source, "THINKING") || strings.Contains(source, "think|")
+	return &Template{t: t, strict: compileStrict(source), thinks: thinks}, nil
 }
 
 // Render renders messages into prompt text.
@@ -65,4 +72,21 @@ func (t *Template) Render(messages []Message, opts Options) (string, error) {
 		return "", fmt.Errorf("%w: %v", ErrRender, err)
 	}
 	return out, nil
+}
+
+// probedAST is the engine's AST shape, read once.
+var probedAST, probeErr = probeAST()
+
+// compileStrict compiles source a second time and makes its `+` strict;
+// nil when the engine's AST is not the shape strict.go knows.
+func compileStrict(source string) *jinja.Template {
+	if probeErr != nil {
+		return nil
+	}
+	t, err := jinja.Compile(source)
+	if err != nil {
+		return nil
+	}
+	strictify(t, probedAST)
+	return t
 }

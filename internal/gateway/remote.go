@@ -64,17 +64,17 @@ func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan en
 		return nil, lengthErr
 	case req.MaxTokens < 1:
 		return nil, fmt.Errorf("%w: max tokens %d must be at least 1", engine.ErrInvalidRequest, req.MaxTokens)
-	case req.Sampling.Constraint != nil:
-		// The constraint is a live matcher; the workers would need the
-		// grammar itself. Refused rather than silently dropped.
-		return nil, fmt.Errorf("%w: structured output (response_format, grammar, regex) is not supported through the gateway yet", engine.ErrInvalidRequest)
+	}
+	spec, err := constraintSpec(req) // structured.go
+	if err != nil {
+		return nil, err
 	}
 	decs, pre := g.ranked(worker.Decode), g.pick(worker.Prefill)
 	if len(decs) == 0 || pre == nil {
 		return nil, fmt.Errorf("%w: no healthy prefill and decode worker pair", engine.ErrShuttingDown)
 	}
 	tid, nonce := g.nextID.Add(1), rand.Uint64()
-	dr := worker.DecodeRequest{TransferID: tid, Nonce: nonce, Request: req}
+	dr := worker.DecodeRequest{TransferID: tid, Nonce: nonce, Request: req, Constraint: spec}
 	r, err := g.reserve(ctx, decs, dr)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,7 @@ type Grammar struct {
 	names []string
 	root  int32
 	masks maskCache
+	spec  Spec // what it was compiled from, when known (spec.go)
 }
 
 // maxElems bounds a program's size (about 40 bytes per element).

@@ -10,6 +10,7 @@ import (
 type Vocab struct {
 	n     int
 	nodes []trieNode
+	plain plainIndex // plain.go
 }
 
 type trieNode struct {
@@ -46,6 +47,7 @@ func NewVocab(pieces [][]byte) *Vocab {
 		}
 		v.nodes[cur].tokens = append(v.nodes[cur].tokens, int32(id))
 	}
+	v.indexPlain()
 	return v
 }
 
@@ -80,7 +82,8 @@ func (m *Matcher) Mask(v *Vocab) Mask {
 	}
 	c.mu.Unlock()
 	out := make(Mask, (v.n+63)/64)
-	m.walk(v, 0, &m.cur, out)
+	m.walk(v, 0, &m.cur, m.steps.row(m.cur.key), out)
+	m.steps.reset()
 	c.mu.Lock()
 	if c.m == nil || c.vocab != v || len(c.m) >= maxMemo {
 		c.m, c.vocab = map[uint64]Mask{}, v
@@ -101,21 +104,107 @@ type maskCache struct {
 	m     map[uint64]Mask
 }
 
-func (m *Matcher) walk(v *Vocab, at int32, s *State, out Mask) {
+func (m *Matcher) walk(v *Vocab, at int32, s *State, row *stepRow, out Mask) {
 	n := &v.nodes[at]
+	depth := int32(-1) // s's plain depth, looked up on the first plain edge
 	for i, c := range n.bytes {
-		next := m.step(s, c)
-		if next.Dead() {
-			continue
+		if h := v.plain.plainHeight[n.children[i]]; h >= 0 && isPlain(c) {
+			if depth < 0 {
+				depth = row.plainDepth(m, s)
+			}
+			if depth > h { // the edge and every path below it survive
+				for _, id := range v.plain.subtree[v.plain.lo[n.children[i]]:v.plain.hi[n.children[i]]] {
+					out.set(id)
+				}
+				continue
+			}
 		}
-		child := n.children[i]
-		for _, id := range v.nodes[child].tokens {
+		next := row.after(m, s, c)
+		if len(next.stacks) == 0 && !next.accept {
+			continue // dead: prune the subtree
+		}
+		child := &v.nodes[n.children[i]]
+		for _, id := range child.tokens {
 			out.set(id)
 		}
-		if len(next.stacks) > 0 && len(v.nodes[child].bytes) > 0 {
-			m.walk(v, child, &next, out)
+		if len(next.stacks) > 0 && len(child.bytes) > 0 {
+			m.walk(v, n.children[i], next, row.childRow(&m.steps, c, next), out)
 		}
 	}
+}
+
+// stepMemo memoises a walk's transitions by state key and byte. A trie
+// walk reaches the same few states over and over (inside a string, every
+// ASCII byte leads to the same state), but a state that does not recur
+// across steps (a string with maxLength: each length left is its own
+// state) misses the mask memo, and stepping its dozen stacks afresh for
+// every trie edge made such a mask cost a whole trie of work (about half a
+// second over GPT-2's vocabulary). With the memo each distinct transition
+// is computed once per walk and every other edge is a lookup.
+type stepMemo struct {
+	rows map[uint64]*stepRow
+	free []*stepRow
+}
+
+// stepRow is one state's transitions: next[c] is valid when bit c of known
+// is set, and rows[c], once looked up, is next[c]'s own row.
+type stepRow struct {
+	known [4]uint64
+	next  [256]State
+	rows  [256]*stepRow
+	// plainLen is the state's plainDepth (plain.go), once plainKnown.
+	plainKnown bool
+	plainLen   int32
+}
+
+// maxFreeRows bounds the rows a matcher keeps for its next walk (a row is
+// about 12 KB; a walk inside a bounded string uses ~150), so an idle
+// constrained request holds little.
+const maxFreeRows = 32
+
+// reset forgets the walk's transitions, keeping a few rows for reuse.
+func (sm *stepMemo) reset() {
+	for k, r := range sm.rows {
+		if len(sm.free) < maxFreeRows {
+			*r = stepRow{}
+			sm.free = append(sm.free, r)
+		}
+		delete(sm.rows, k)
+	}
+}
+
+func (sm *stepMemo) row(key uint64) *stepRow {
+	if r, ok := sm.rows[key]; ok {
+		return r
+	}
+	if sm.rows == nil {
+		sm.rows = map[uint64]*stepRow{}
+	}
+	var r *stepRow
+	if n := len(sm.free); n > 0 {
+		r, sm.free = sm.free[n-1], sm.free[:n-1]
+	} else {
+		r = new(stepRow)
+	}
+	sm.rows[key] = r
+	return r
+}
+
+// childRow is the row of r.next[c] (which is next).
+func (r *stepRow) childRow(sm *stepMemo, c byte, next *State) *stepRow {
+	if r.rows[c] == nil {
+		r.rows[c] = sm.row(next.key)
+	}
+	return r.rows[c]
+}
+
+// after is the state after byte c from s, whose row r is.
+func (r *stepRow) after(m *Matcher, s *State, c byte) *State {
+	if r.known[c>>6]&(1<<(c&63)) == 0 {
+		r.next[c] = m.step(s, c)
+		r.known[c>>6] |= 1 << (c & 63)
+	}
+	return &r.next[c]
 }
 
 // Constraint applies a grammar to a sampler: it masks logits before a draw

@@ -96,9 +96,10 @@ func (b *builder) expand(pos int32, next *node) {
 
 // Matcher is a recogniser's current state over one grammar.
 type Matcher struct {
-	g   *Grammar
-	cur State
-	b   builder
+	g     *Grammar
+	cur   State
+	b     builder
+	steps stepMemo // a mask walk's transitions (mask.go)
 }
 
 // NewMatcher starts at the beginning of g's root rule.

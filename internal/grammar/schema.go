@@ -39,6 +39,7 @@ var jsonObject = sync.OnceValue(func() *Grammar {
 	if err != nil {
 		panic(err) // a constant grammar
 	}
+	g.spec = Spec{Kind: KindJSONObject}
 	return g
 })
 

@@ -18,6 +18,10 @@ func (w *Worker) decode(rw http.ResponseWriter, r *http.Request) {
 	if !readJSON(rw, r, &dr) {
 		return
 	}
+	if err := w.constrain(&dr); err != nil {
+		writeError(rw, err)
+		return
+	}
 	ctx := r.Context()
 	req := dr.Request
 	var (

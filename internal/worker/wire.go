@@ -26,7 +26,10 @@
 // their pages freed; a client 4xx from either worker keeps its status.
 package worker
 
-import "github.com/bulkhead-llm/bulkhead/internal/engine"
+import (
+	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/grammar"
+)
 
 // Role is what a worker does.
 type Role string
@@ -65,6 +68,9 @@ type DecodeRequest struct {
 	TransferID uint64         `json:"transfer_id"`
 	Nonce      uint64         `json:"nonce"`
 	Request    engine.Request `json:"request"`
+	// Constraint is the structured-output constraint's source, compiled
+	// by the decode worker, which samples (structured.go).
+	Constraint *grammar.Spec `json:"constraint,omitempty"`
 }
 
 // PrefillRequest is the body of POST /v1/worker/prefill.

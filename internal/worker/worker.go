@@ -65,6 +65,8 @@ type Worker struct {
 
 	mu      sync.Mutex
 	senders map[string]*transfer.Sender // prefill: one per decode worker
+
+	structured structured // decode: constraints (structured.go)
 }
 
 // New builds a worker over eng; a decode worker starts its transfer
