@@ -261,26 +261,31 @@ func TestLLMDThroughSidecarEqualsServe(t *testing.T) {
 	c := newLLMDCluster(t, LLMDConfig{})
 	plain := &http.Client{}
 	hdr := map[string]string{"x-prefiller-host-port": c.preAddr}
-	n := 0
-	for _, prompt := range canaryPrompts {
-		for path, body := range canaryBodies(prompt) {
-			for _, stream := range []bool{false, true} {
-				b := body + `,"stream":false}`
-				if stream {
-					b = body + `,"stream":true,"stream_options":{"include_usage":true}}`
-				}
-				for tenantID, key := range llmdKeys {
-					want := parseOutcome(t, post(t, plain, c.serve+path, key, nil, b), stream)
-					got := parseOutcome(t, post(t, plain, c.sidecar+path, key, hdr, b), stream)
-					if got != want || want.Output == 0 || want.Logprobs == "" {
-						t.Errorf("%s %s stream=%v %q:\n got %+v\nwant %+v", tenantID, path, stream, prompt[:20], got, want)
+	var n atomic.Int64
+	t.Run("tenants", func(t *testing.T) { // both tenants at once, so their legs interleave
+		for tenantID, key := range llmdKeys {
+			t.Run(tenantID, func(t *testing.T) {
+				t.Parallel()
+				for _, prompt := range canaryPrompts {
+					for path, body := range canaryBodies(prompt) {
+						for _, stream := range []bool{false, true} {
+							b := body + `,"stream":false}`
+							if stream {
+								b = body + `,"stream":true,"stream_options":{"include_usage":true}}`
+							}
+							want := parseOutcome(t, post(t, plain, c.serve+path, key, nil, b), stream)
+							got := parseOutcome(t, post(t, plain, c.sidecar+path, key, hdr, b), stream)
+							if got != want || want.Output == 0 || want.Logprobs == "" {
+								t.Errorf("%s stream=%v %q:\n got %+v\nwant %+v", path, stream, prompt[:20], got, want)
+							}
+							n.Add(1)
+						}
 					}
-					n++
 				}
-			}
+			})
 		}
-	}
-	if calls := c.decodeCalls.Load(); calls != int64(n) {
+	})
+	if calls, n := c.decodeCalls.Load(), n.Load(); calls != n || n != int64(len(llmdKeys)*len(canaryPrompts)*4) {
 		t.Errorf("decode worker got %d requests for %d client requests", calls, n)
 	}
 	if r := c.pre.RejectedHandoffs() + c.dec.RejectedHandoffs(); r != 0 {
@@ -442,4 +447,31 @@ func TestLLMDPrefillErrorPassesThroughTheSidecar(t *testing.T) {
 		t.Errorf("decode worker was called %d times after prefill refused", n)
 	}
 	c.drained(t)
+}
+
+// Without TLS credentials a worker listens on loopback only; there the
+// router is whoever is on loopback, and only if the operator said so.
+func TestLLMDWithoutCredentialsTrustsLoopbackOnlyWhenTold(t *testing.T) {
+	for _, trust := range []bool{true, false} {
+		lc := LLMDConfig{TrustLoopback: trust}
+		pre, preSrv, _ := startLLMDWorker(t, Prefill, nil, lc, nil)
+		dec, decSrv, _ := startLLMDWorker(t, Decode, nil, lc, nil)
+		sc := httptest.NewServer(newStandInSidecar(decSrv.URL, nil))
+		t.Cleanup(sc.Close)
+		m, eng := llmdEngine0(t)
+		ref := httptest.NewServer(api.NewServer(api.Config{ModelID: m.Name}, eng, testTokenizer(m), llmdTenants(t), quiet()))
+		t.Cleanup(func() { ref.Close(); eng.Close() })
+		body := `{"prompt":"loopback canary, loopback canary","max_tokens":8,"temperature":0,"logprobs":1}`
+		got := post(t, &http.Client{}, sc.URL+"/v1/completions", "acme-key", map[string]string{"x-prefiller-host-port": preSrv.Listener.Addr().String()}, body)
+		if trust {
+			want := parseOutcome(t, post(t, &http.Client{}, ref.URL+"/v1/completions", "acme-key", nil, body), false)
+			if o := parseOutcome(t, got, false); o != want {
+				t.Errorf("trusted loopback: got %+v, want %+v", o, want)
+			}
+		} else if p, msg := errParam(t, got); got.status != 400 || p != "kv_transfer_params" || !strings.Contains(msg, "does not trust loopback") {
+			t.Errorf("untrusted loopback: %d %s", got.status, got.body)
+		}
+		c := &llmdCluster{pre: pre, dec: dec}
+		c.drained(t)
+	}
 }
