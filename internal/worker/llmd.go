@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/api"
@@ -108,7 +109,7 @@ func isOpenAIPath(p string) bool {
 	case "/v1/completions", "/v1/chat/completions", "/v1/models":
 		return true
 	}
-	return len(p) > len("/v1/models/") && p[:len("/v1/models/")] == "/v1/models/"
+	return strings.HasPrefix(p, "/v1/models/")
 }
 
 // peer is who is on the other end of an OpenAI request.
