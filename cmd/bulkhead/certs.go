@@ -21,6 +21,7 @@ func runCerts(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "directory to write the CA and certificates to (required)")
 	prefill := fs.Int("prefill", 1, "prefill worker certificates to issue")
 	decode := fs.Int("decode", 1, "decode worker certificates to issue")
+	routers := fs.Bool("llmd-routers", false, "also issue router-<i>, the certificate of the llm-d sidecar beside decode-<i> (identity router/decode-<i>)")
 	hosts := fs.String("hosts", "localhost,127.0.0.1,::1", "comma-separated DNS names and IPs the certificates are valid for")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -29,7 +30,7 @@ func runCerts(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return &exitCode{2, errors.New("need --out DIR")}
 	}
-	ids, err := certs.WriteCluster(*out, certs.ClusterSpec{Prefill: *prefill, Decode: *decode, Hosts: strings.Split(*hosts, ",")})
+	ids, err := certs.WriteCluster(*out, certs.ClusterSpec{Prefill: *prefill, Decode: *decode, Routers: *routers, Hosts: strings.Split(*hosts, ",")})
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,8 @@ type serveOptions struct {
 	trust       trustOptions     // trust.go
 	ui          uiOptions        // the live page map, see ui.go
 
-	metricsListen string // podmetrics.go
+	metricsListen string    // podmetrics.go
+	llmd          llmdFlags // worker: llm-d's protocol (llmd.go)
 }
 
 // registerEngine adds the flags of everything that runs a local engine

@@ -22,6 +22,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9001", "address of the worker's HTTP API (for the gateway)")
 	kvListen := fs.String("kv-listen", "127.0.0.1:9101", "decode: address the KV transfer receiver listens on")
 	o.tls.register(fs)
+	o.llmd.register(fs)
 	fs.StringVar(&o.trust.adminListen, "admin-listen", "", `address of the admin listener (/metrics, /ui) (default 127.0.0.1:9465 for prefill, 127.0.0.1:9466 for decode, so both run beside a gateway on 9464); "off" disables it`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,6 +62,10 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 	if err := worker.CheckListen(creds, addrs...); err != nil {
 		return &exitCode{2, err}
 	}
+	llmdCfg, err := o.llmd.config(role, o.listen, kvListen)
+	if err != nil {
+		return &exitCode{2, err}
+	}
 	m, eng, logger, err := o.startEngine(stderr)
 	if err != nil {
 		return err
@@ -74,9 +79,14 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 	var rejected func() uint64 // set once the worker exists
 	pm := engineMetrics(string(role), eng, podmetrics.IsolationFunc(func() uint64 { return rejected() }))
 	w, err := worker.New(worker.Config{Role: role, Model: m.Name, ModelDigest: m.Digest,
-		Layers: m.Model.Config.Layers, KVDim: m.Model.Config.KVDim(), Vocab: vocab, KVListen: kvListen, Logger: logger, Creds: creds}, trackedEngine{eng, pm})
+		Layers: m.Model.Config.Layers, KVDim: m.Model.Config.KVDim(), Vocab: vocab, KVListen: kvListen, Logger: logger, Creds: creds, LLMD: llmdCfg}, trackedEngine{eng, pm})
 	if err != nil {
 		return err
+	}
+	if llmdCfg != nil {
+		if err := o.llmd.serveOpenAI(w, m, o, logger); err != nil {
+			return err
+		}
 	}
 	rejected = w.RejectedHandoffs
 	if err := startPodMetrics(ctx, o.metricsListen, pm.Handler(), false, logger); err != nil {
@@ -97,6 +107,7 @@ func runWorkerProcess(ctx context.Context, o serveOptions, role worker.Role, kvL
 		logger.Warn("no TLS credentials: worker API and KV transfer are plaintext, loopback only")
 	}
 	return listenAndServeTLS(ctx, o.listen, tlsCfg, w, o.drain, logger, func(addr string) {
+		w.SetAdvertise(addr) // a --llmd-advertise given wins
 		if ready != nil {
 			ready(addr, info.KVAddr)
 		}

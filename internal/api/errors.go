@@ -127,6 +127,9 @@ func contextLengthError(param string, cle *engine.ContextLengthError) *apiError 
 func engineError(err error, param, requestID string) *apiError {
 	var cle *engine.ContextLengthError
 	var ole *engine.OverloadedError
+	if e, ok := kvTransferError(err); ok {
+		return e
+	}
 	switch {
 	case errors.As(err, &cle):
 		return contextLengthError(param, cle)

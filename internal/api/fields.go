@@ -59,8 +59,9 @@ var commonFields = map[string]fieldRule{
 	// user and safety_identifier are identifiers for abuse tracing; the
 	// server honours them by writing them to the request's log line.
 	"user": honoured, "safety_identifier": honoured,
-	// llm-d's prefill/decode field: refused, see kvtransfer.go.
-	"kv_transfer_params": never("kv_transfer_params is not accepted: bulkhead transfers KV only between its own authenticated workers (see docs/DEPLOY.md, llm-d)"),
+	// llm-d's prefill/decode field: admitted only by Config.KVTransfer
+	// (kvtransfer.go), refused otherwise.
+	"kv_transfer_params": honoured,
 	"n":                  only("n > 1 is not supported; only n = 1", "1"),
 }
 

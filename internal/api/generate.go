@@ -66,6 +66,9 @@ func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *ge
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
+	if info.kvt != nil {
+		ctx = context.WithValue(ctx, kvTransferKey{}, info.kvt)
+	}
 	stopAfter := context.AfterFunc(s.base, cancel)
 	req := engine.Request{
 		ID: info.id, Tenant: info.tenant.ID, CacheSalt: info.tenant.CacheSalt,

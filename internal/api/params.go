@@ -103,14 +103,12 @@ type genParams struct {
 	logprobs     bool
 	topLogprobs  int
 	ignoreEOS    bool
+	kvParams     json.RawMessage // llm-d's kv_transfer_params, gated in serveGeneration
 }
 
 // validate checks the shared fields against the model and the context size.
 func (c *commonRequest) validate(modelID string, maxContext int) (genParams, *apiError) {
-	if err := c.checkLLMD(); err != nil {
-		return genParams{}, err
-	}
-	var p genParams
+	p := genParams{kvParams: c.kvParams()}
 	if c.Model != "" && c.Model != modelID {
 		e := invalid("model", "model_not_found", "model %q does not exist; this server serves %q", c.Model, modelID)
 		e.reason = "unknown_model"

@@ -32,7 +32,8 @@ type requestInfo struct {
 	tenant           *tenant.Tenant
 	promptTokens     int
 	completionTokens int
-	releaseBody      func() // bounds.go: returns the body budget
+	releaseBody      func()      // bounds.go: returns the body budget
+	kvt              *KVTransfer // admitted kv_transfer_params (kvtransfer.go)
 }
 
 // doneWithBody returns the request's share of the body budget, once.

@@ -26,6 +26,10 @@ type shape interface {
 func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, tokenize func() ([]int32, *apiError), p genParams, param string, sh shape) {
 	info := infoFrom(r.Context())
 	t := info.tenant
+	if e := s.gateKVTransfer(r, info, p); e != nil {
+		s.refuse(w, t.ID, e)
+		return
+	}
 	if !s.enter() {
 		s.refuse(w, t.ID, shuttingDown())
 		return
@@ -111,7 +115,7 @@ func (s *Server) respond(w http.ResponseWriter, a *admission, p genParams, info 
 		writeError(w, s.streamError(res, info))
 		return res
 	}
-	writeJSON(w, http.StatusOK, sh.full(string(text), lps, res.finish, res.usage))
+	writeJSON(w, http.StatusOK, withKVReply(sh.full(string(text), lps, res.finish, res.usage), info.kvt))
 	return res
 }
 

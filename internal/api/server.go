@@ -42,6 +42,9 @@ type Config struct {
 	// BodyBudget bounds the request-body bytes being read and decoded at
 	// once across all requests (default 16 MiB; bounds.go).
 	BodyBudget int64
+	// KVTransfer admits llm-d's kv_transfer_params; nil refuses them
+	// (kvtransfer.go).
+	KVTransfer KVTransferGate
 }
 
 // Validate checks the configuration, naming the field at fault.

@@ -33,6 +33,9 @@ const (
 	RolePrefill = "prefill"
 	RoleDecode  = "decode"
 	RoleAdmin   = "admin"
+	// RoleRouter is an llm-d routing sidecar: router/<name> stands for the
+	// decode worker decode/<name> it runs beside (internal/worker, llmd.go).
+	RoleRouter = "router"
 )
 
 // Identity is who a certificate says its holder is.

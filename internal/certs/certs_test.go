@@ -120,3 +120,23 @@ func TestIdentityURI(t *testing.T) {
 		t.Fatal(id.URI())
 	}
 }
+
+// With Routers, each decode worker's sidecar gets router/decode-<i>, the
+// name a prefill worker binds llm-d handles to.
+func TestClusterIssuesRouterCertificatesForDecodeWorkers(t *testing.T) {
+	dir := t.TempDir()
+	ids, err := WriteCluster(dir, ClusterSpec{Prefill: 1, Decode: 2, Routers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []Identity{{RoleRouter, "decode-0"}, {RoleRouter, "decode-1"}} {
+		sub := []string{"router-0", "router-1"}[i]
+		c, err := Load(InDir(filepath.Join(dir, sub)))
+		if err != nil || ids[sub] != want || c.Identity != want {
+			t.Errorf("%s: %v %v, want %v (%v)", sub, ids[sub], c, want, err)
+		}
+	}
+	if ids, _ := WriteCluster(t.TempDir(), ClusterSpec{Decode: 1}); len(ids) != 3 {
+		t.Errorf("without Routers: %v", ids)
+	}
+}

@@ -11,15 +11,19 @@ import (
 
 // ClusterSpec says which identities a quick-start cluster gets.
 type ClusterSpec struct {
-	Prefill, Decode int      // number of workers of each role
-	Hosts           []string // DNS names / IPs every certificate is also valid for
-	ValidFor        time.Duration
+	Prefill, Decode int // number of workers of each role
+	// Routers issues, per decode worker decode-<i>, the certificate of the
+	// llm-d routing sidecar beside it: dir router-<i>, identity
+	// router/decode-<i> (RoleRouter).
+	Routers  bool
+	Hosts    []string // DNS names / IPs every certificate is also valid for
+	ValidFor time.Duration
 }
 
 // WriteCluster creates a CA in dir/ca (ca.crt, ca.key) and one directory per
 // identity in the cert-manager layout: dir/gateway, dir/admin,
-// dir/prefill-<i>, dir/decode-<i>. It returns the identities by directory
-// name.
+// dir/prefill-<i>, dir/decode-<i> (and dir/router-<i> with Routers). It
+// returns the identities by directory name.
 func WriteCluster(dir string, spec ClusterSpec) (map[string]Identity, error) {
 	if spec.ValidFor <= 0 {
 		spec.ValidFor = 365 * 24 * time.Hour
@@ -42,6 +46,11 @@ func WriteCluster(dir string, spec ClusterSpec) (map[string]Identity, error) {
 	for i := 0; i < spec.Decode; i++ {
 		n := fmt.Sprintf("decode-%d", i)
 		ids[n] = Identity{RoleDecode, n}
+	}
+	if spec.Routers {
+		for i := 0; i < spec.Decode; i++ {
+			ids[fmt.Sprintf("router-%d", i)] = Identity{RoleRouter, fmt.Sprintf("decode-%d", i)}
+		}
 	}
 	for sub, id := range ids {
 		is, err := ca.Issue(id, spec.Hosts, spec.ValidFor)

@@ -101,7 +101,7 @@ func (c *collector) descs() []desc {
 		pair("prompt_tokens_total", "Prompt tokens of admitted requests.", nil, role),
 		pair("generation_tokens_total", "Generated tokens.", nil, role),
 		{nil, prometheus.NewDesc("bulkhead:kv_ownership_check_failures_total", "KV page ownership checks that failed (DESIGN I2); each aborted a request.", nil, role)},
-		{nil, prometheus.NewDesc("bulkhead:kv_handoffs_rejected_total", "KV frames refused because they named no live reservation of their connection.", nil, role)},
+		{nil, prometheus.NewDesc("bulkhead:kv_handoffs_rejected_total", "KV handoffs refused: frames naming no live reservation of their connection, and llm-d fetches with a forged, used, expired or misbound handle.", nil, role)},
 		{nil, prometheus.NewDesc("bulkhead:drift_refusals_total", "Requests refused because a peer's model, digest or layout differed.", nil, role)},
 		{nil, prometheus.NewDesc("bulkhead:num_preemptions_total", "Requests preempted to free KV pages.", nil, role)},
 		{nil, prometheus.NewDesc("bulkhead:requests_total", "Requests admitted by the engine on this role.", nil, role)},

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bulkhead-llm/bulkhead/internal/certs"
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
@@ -52,6 +53,9 @@ type Config struct {
 	// Creds, when set, make the HTTP API answer only the gateway and the
 	// KV transfer mutual TLS (auth.go).
 	Creds *certs.Credentials
+	// LLMD, when set, also serves llm-d's prefill/decode protocol on the
+	// OpenAI routes (llmd.go).
+	LLMD *LLMDConfig
 }
 
 // Worker is the HTTP service of one prefill or decode worker.
@@ -66,7 +70,10 @@ type Worker struct {
 	mu      sync.Mutex
 	senders map[string]*transfer.Sender // prefill: one per decode worker
 
-	structured structured // decode: constraints (structured.go)
+	structured     structured    // decode: constraints (structured.go)
+	llmd           *llmdState    // llmd.go; nil unless Config.LLMD
+	engineID       string        // remote_engine_id in llm-d replies
+	handoffRefused atomic.Uint64 // llm-d pulls refused (handle, peer or binding)
 }
 
 // New builds a worker over eng; a decode worker starts its transfer
@@ -99,6 +106,13 @@ func New(cfg Config, eng Engine) (*Worker, error) {
 			return nil, fmt.Errorf("worker: KV receiver: %w", err)
 		}
 	}
+	w.engineID = "bulkhead-" + string(cfg.Role) + "-" + cfg.ModelDigest[:16]
+	if cfg.Creds != nil {
+		w.engineID = cfg.Creds.Identity.URI()
+	}
+	if cfg.LLMD != nil {
+		w.initLLMD()
+	}
 	w.mux = http.NewServeMux()
 	w.mux.HandleFunc("GET /v1/worker/info", w.info)
 	w.mux.HandleFunc("GET /v1/worker/vocab", w.vocab)
@@ -113,6 +127,14 @@ func New(cfg Config, eng Engine) (*Worker, error) {
 }
 
 func (w *Worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if w.llmd != nil && w.llmd.openai != nil && isOpenAIPath(r.URL.Path) {
+		w.serveLLMD(rw, r) // tenants by API key; the router by certificate
+		return
+	}
+	if w.llmd != nil && w.cfg.Role == Prefill && r.URL.Path == pullPath && r.Method == http.MethodPost {
+		w.pull(rw, r) // decode workers by certificate
+		return
+	}
 	if w.cfg.Creds != nil {
 		requireGateway(w.mux).ServeHTTP(rw, r)
 		return
@@ -123,7 +145,13 @@ func (w *Worker) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // Shutdown closes the transfer side: a decode worker's pending reservations
 // are aborted (their requests end with an error), a prefill worker's idle
 // connections close. The engine is closed by its owner.
-func (w *Worker) Shutdown(context.Context) error {
+func (w *Worker) Shutdown(ctx context.Context) error {
+	if d, ok := w.openAI().(drainer); ok {
+		d.Shutdown(ctx) // in-flight generations finish or are aborted
+	}
+	if w.llmd != nil && w.llmd.handles != nil {
+		w.llmd.handles.Close() // unfetched leases end now
+	}
 	if w.recv != nil {
 		w.recv.Close()
 	}
@@ -134,6 +162,13 @@ func (w *Worker) Shutdown(context.Context) error {
 		delete(w.senders, addr)
 	}
 	return nil
+}
+
+func (w *Worker) openAI() http.Handler {
+	if w.llmd == nil {
+		return nil
+	}
+	return w.llmd.openai
 }
 
 // Info reports the worker's configuration and load.

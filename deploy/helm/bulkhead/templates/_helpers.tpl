@@ -30,7 +30,7 @@ bulkhead.dev/pool: {{ .Release.Name | quote }}
 {{- fail "set tenants.toml or tenants.existingSecret, not both" -}}
 {{- end -}}
 {{- if (.Values.llmd | default dict).sidecar -}}
-{{- fail "llmd.sidecar: bulkhead workers refuse llm-d's kv_transfer_params (HTTP 400); run mode=disaggregated with bulkhead's gateway as the pool endpoint instead (docs/DEPLOY.md, llm-d)" -}}
+{{- fail "llmd.sidecar: bulkhead workers accept llm-d's kv_transfer_params only from a router presenting a spiffe://bulkhead/router/<decode-pod> certificate of the cluster CA, and llm-d's pd-sidecar cannot present a client certificate; run mode=disaggregated with bulkhead's gateway as the pool endpoint instead (docs/DEPLOY.md, llm-d)" -}}
 {{- end -}}
 {{- end -}}
 
