@@ -130,13 +130,12 @@ func ParseChoice(raw json.RawMessage, tools []Tool) (Choice, error) {
 	}
 	var mode string
 	if json.Unmarshal(raw, &mode) == nil {
-		switch mode {
-		case "none", "auto":
+		switch {
+		case mode == "none":
 			return Choice{Mode: mode}, nil
-		case "required":
-			if len(tools) == 0 {
-				return Choice{}, &FieldError{"tool_choice", `"required" needs at least one tool in tools`}
-			}
+		case (mode == "auto" || mode == "required") && len(tools) == 0:
+			return Choice{}, &FieldError{"tool_choice", fmt.Sprintf("%q needs at least one tool in tools", mode)}
+		case mode == "auto" || mode == "required":
 			return Choice{Mode: mode}, nil
 		}
 		return Choice{}, &FieldError{"tool_choice", fmt.Sprintf(`%q: use "none", "auto", "required" or {"type": "function", "function": {"name": ...}}`, mode)}
