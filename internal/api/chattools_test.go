@@ -296,3 +296,37 @@ func TestForcedToolChoiceOutputIsAValidCall(t *testing.T) {
 		}
 	}
 }
+
+// controlTokenizer is ByteTokenizer with one control token, 259, spelled
+// [TOOL_CALLS], which plain decoding hides as real tokenizers do.
+type controlTokenizer struct{ apitest.ByteTokenizer }
+
+func (controlTokenizer) IsControl(id int32) bool { return id == 259 || id == apitest.BOS || id == apitest.EOS }
+func (t controlTokenizer) TokenText(id int32) string {
+	if id == 259 {
+		return "[TOOL_CALLS]"
+	}
+	return t.ByteTokenizer.TokenText(id)
+}
+
+// With a tool-call reader on, control tokens are decoded as their text so
+// the reader sees a marker such as [TOOL_CALLS]; end-of-generation tokens
+// stay hidden; without the reader, decoding is unchanged.
+func TestToolReaderSeesControlTokens(t *testing.T) {
+	s := NewServer(Config{ModelID: testModel}, apitest.NewFakeEngine(), controlTokenizer{}, nil, nil)
+	ids := []int32{'h' + 3, 'i' + 3, 259, '[' + 3, ']' + 3, apitest.EOS}
+	for _, c := range []struct {
+		controlText bool
+		want        string
+	}{{true, "hi[TOOL_CALLS][]"}, {false, "hi[]"}} {
+		dec := s.decoderFor(genParams{controlText: c.controlText})
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteString(dec.Add(id))
+		}
+		b.WriteString(dec.Flush())
+		if b.String() != c.want {
+			t.Errorf("controlText %v: decoded %q, want %q", c.controlText, b.String(), c.want)
+		}
+	}
+}
