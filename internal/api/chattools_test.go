@@ -301,7 +301,9 @@ func TestForcedToolChoiceOutputIsAValidCall(t *testing.T) {
 // [TOOL_CALLS], which plain decoding hides as real tokenizers do.
 type controlTokenizer struct{ apitest.ByteTokenizer }
 
-func (controlTokenizer) IsControl(id int32) bool { return id == 259 || id == apitest.BOS || id == apitest.EOS }
+func (controlTokenizer) IsControl(id int32) bool {
+	return id == 259 || id == apitest.BOS || id == apitest.EOS
+}
 func (t controlTokenizer) TokenText(id int32) string {
 	if id == 259 {
 		return "[TOOL_CALLS]"
