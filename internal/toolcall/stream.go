@@ -113,7 +113,10 @@ func (s *Stream) Feed(text string) []Event {
 			if i := strings.Index(s.buf, m); i >= 0 {
 				out = content(out, s.take(i))
 				s.taken = s.take(len(m))
-				s.state = map[bool]streamState{true: inCall, false: toEnd}[s.closer() != ""]
+				s.state = toEnd
+				if s.closer() != "" {
+					s.state = inCall
+				}
 				continue
 			}
 			return content(out, s.take(len(s.buf)-partialSuffix(s.buf, m)))
