@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"time"
@@ -22,6 +23,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		e = s.applyStructured(&req.structuredRequest, &p)
 	}
+	var tools *chatTools
+	if e == nil {
+		tools, e = s.applyTools(&req.toolRequest, &p)
+	}
 	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
@@ -38,7 +43,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	p.defaultMax = s.cfg.DefaultMaxTokens // 0: the rest of the context, as OpenAI and vLLM
 	info.logUser(req.User, req.SafetyID)
 	sh := &chatShape{s: s, id: "chatcmpl-" + info.id, created: time.Now().Unix(), model: s.cfg.ModelID,
-		logprobs: p.logprobs, nullUsage: p.includeUsage}
+		logprobs: p.logprobs, nullUsage: p.includeUsage, tools: tools}
 	s.serveGeneration(w, r, tokenize, p, "messages", sh)
 }
 
@@ -72,6 +77,9 @@ func (s *Server) conversation(req *chatRequest) (chat.Conversation, *apiError) {
 	conv := chat.Conversation{AddGenerationPrompt: req.AddGenerationPrompt == nil || *req.AddGenerationPrompt,
 		BOSToken: s.tok.TokenText(s.tok.BOS()), EOSToken: s.tok.TokenText(s.tok.EOS()),
 		Documents: req.Documents, Kwargs: req.ChatTemplateKwargs}
+	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
+		conv.Tools = t
+	}
 	for _, m := range req.Messages {
 		conv.Messages = append(conv.Messages, m.raw)
 	}
@@ -88,7 +96,11 @@ func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
-	if _, e := req.params(s.cfg.ModelID, s.eng.MaxContext()); e != nil {
+	_, e := req.params(s.cfg.ModelID, s.eng.MaxContext())
+	if e == nil {
+		_, e = s.checkTools(&req.toolRequest)
+	}
+	if e != nil {
 		s.refuse(w, info.tenant.ID, e)
 		return
 	}
@@ -107,17 +119,20 @@ type chatShape struct {
 	created   int64
 	model     string
 	logprobs  bool
-	nullUsage bool // see completionShape
+	nullUsage bool       // see completionShape
+	tools     *chatTools // nil: the output is not read for tool calls
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type chatMessageOut struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string        `json:"role"`
+	Content   *string       `json:"content"` // null: only tool calls
+	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 // chatLogprobs is the chat logprobs layout: one entry per token with its
@@ -193,11 +208,17 @@ func (c *chatShape) first() any {
 }
 
 func (c *chatShape) delta(ch chunk) any {
+	if c.tools != nil {
+		return c.toolDelta(ch)
+	}
 	text := ch.text
 	return c.chunk([]chatChoice{{Delta: &chatDelta{Content: &text}, Logprobs: c.lps(ch.tokens)}}, nil)
 }
 
 func (c *chatShape) final(finish string) any {
+	if c.tools != nil {
+		return c.toolFinal(finish)
+	}
 	return c.chunk([]chatChoice{{Delta: &chatDelta{}, FinishReason: &finish}}, nil)
 }
 
@@ -206,7 +227,11 @@ func (c *chatShape) usageChunk(u usageCounts) any {
 }
 
 func (c *chatShape) full(text string, lps []tokenLP, finish string, u usageCounts) any {
+	m := chatMessageOut{Role: "assistant", Content: &text}
+	if c.tools != nil {
+		m, finish = c.tools.message(text, finish)
+	}
 	b := chatBody{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Usage: u.json(),
-		Choices: []chatChoice{{Message: &chatMessageOut{Role: "assistant", Content: text}, Logprobs: c.lps(lps), FinishReason: &finish}}}
+		Choices: []chatChoice{{Message: &m, Logprobs: c.lps(lps), FinishReason: &finish}}}
 	return b
 }

@@ -77,9 +77,9 @@ var chatFields = merge(commonFields, map[string]fieldRule{
 	"add_generation_prompt": honoured, "chat_template_kwargs": honoured,
 	"documents":              honoured,
 	"continue_final_message": only("continue_final_message = true is not supported", "false"),
-	"tools":                  only("tools are not supported yet; send no tools", "[]"),
-	"tool_choice":            only(`tool_choice is not supported yet; only "none"`, `"none"`),
-	"parallel_tool_calls":    honoured, // without tools it has nothing to act on
+	"tools":                  honoured, // chattools.go
+	"tool_choice":            honoured,
+	"parallel_tool_calls":    honoured, // false: a forced choice's grammar admits one call
 	"functions":              never("functions (deprecated) is not supported"),
 	"function_call":          never("function_call (deprecated) is not supported"),
 	"store":                  only("store = true is not supported: this server stores no completions", "false"),

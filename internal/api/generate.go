@@ -105,7 +105,7 @@ type genResult struct {
 // stream, so the request's pages are released before the handler returns.
 func (s *Server) run(a *admission, p genParams, arrival time.Time, emit func(chunk) error) genResult {
 	res := genResult{usage: usageCounts{prompt: a.prompt}, timing: timing{arrival: arrival}}
-	dec := s.newDecoder()
+	dec := s.decoderFor(p)
 	stops := newStopMatcher(p.stop)
 	sent := 0
 	defer func() {

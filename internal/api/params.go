@@ -87,6 +87,8 @@ type chatRequest struct {
 	AddGenerationPrompt *bool                      `json:"add_generation_prompt"` // default true
 	Documents           json.RawMessage            `json:"documents"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"`
+
+	toolRequest // chattools.go
 }
 
 // genParams are a request's validated generation settings.
@@ -104,6 +106,7 @@ type genParams struct {
 	topLogprobs  int
 	ignoreEOS    bool
 	kvParams     json.RawMessage // llm-d's kv_transfer_params, gated in serveGeneration
+	controlText  bool            // decode control tokens as their text (a tool-call parser reads them)
 }
 
 // validate checks the shared fields against the model and the context size.

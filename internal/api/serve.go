@@ -128,7 +128,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, a *admission, p 
 			return genResult{err: err, clientErr: true, usage: usageCounts{prompt: a.prompt}, timing: timing{arrival: arrival}}
 		}
 	}
-	res := s.run(a, p, arrival, func(c chunk) error { return sse.send(sh.delta(c)) })
+	res := s.run(a, p, arrival, func(c chunk) error { return sse.sendAll(sh.delta(c)) })
 	if res.clientErr {
 		return res
 	}
@@ -138,7 +138,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, a *admission, p 
 		}
 		return res
 	}
-	if err := sse.send(sh.final(res.finish)); err != nil {
+	if err := sse.sendAll(sh.final(res.finish)); err != nil {
 		return res
 	}
 	if p.includeUsage {
