@@ -61,14 +61,14 @@ var commonFields = map[string]fieldRule{
 	"user": honoured, "safety_identifier": honoured,
 	// llm-d's prefill/decode field: refused, see kvtransfer.go.
 	"kv_transfer_params": never("kv_transfer_params is not accepted: bulkhead transfers KV only between its own authenticated workers (see docs/DEPLOY.md, llm-d)"),
-	"n":                  only("n > 1 is not supported; only n = 1", "1"),
+	"n":                  honoured, // choices.go
 }
 
 var completionFields = merge(commonFields, map[string]fieldRule{
 	"prompt": honoured, "logprobs": honoured,
 	"echo":    honoured, // without logprobs; with them refused in params
 	"suffix":  only("suffix is not supported", `""`),
-	"best_of": only("best_of > 1 is not supported; only best_of = 1", "1"),
+	"best_of": honoured, // choices.go
 })
 
 var chatFields = merge(commonFields, map[string]fieldRule{

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/grammar"
+	"github.com/bulkhead-llm/bulkhead/internal/sample"
 )
 
 // Structured output: response_format (json_object, json_schema), grammar
@@ -144,12 +145,15 @@ func (s *Server) applyStructured(r *structuredRequest, p *genParams) *apiError {
 	if err != nil {
 		return invalid("response_format", "unsupported_value", "%v", err)
 	}
-	p.sampling.Constraint = grammar.NewConstraint(g, vc.v, func(id int32) []byte {
-		if id >= 0 && int(id) < len(vc.pieces) {
-			return vc.pieces[id]
-		}
-		return nil
-	}, vc.eog)
+	p.newConstraint = func() sample.Constraint {
+		return grammar.NewConstraint(g, vc.v, func(id int32) []byte {
+			if id >= 0 && int(id) < len(vc.pieces) {
+				return vc.pieces[id]
+			}
+			return nil
+		}, vc.eog)
+	}
+	p.sampling.Constraint = p.newConstraint()
 	return nil
 }
 
