@@ -275,13 +275,28 @@ func (s *Server) runForks(forks []*fork, arrival time.Time, emit func(f *fork, c
 	wg.Wait()
 }
 
-// summary folds the forks' results into the request's: the first error
-// (a client write error only when there is no other), usage summed.
+// errRank orders the errors a request's forks end with: the failure that
+// cancelled the others comes before their aborts, and those before a
+// client's write error.
+func errRank(r genResult) int {
+	switch {
+	case r.err == nil:
+		return 0
+	case r.clientErr:
+		return 1
+	case errors.Is(r.err, engine.ErrAborted):
+		return 2
+	}
+	return 3
+}
+
+// summary folds the forks' results into the request's: the most telling
+// error (errRank), usage summed.
 func summary(forks []*fork, arrival time.Time) genResult {
 	res := genResult{timing: timing{arrival: arrival}}
 	for _, f := range forks {
 		fr := f.res
-		if fr.err != nil && (res.err == nil || res.clientErr && !fr.clientErr) {
+		if errRank(fr) > errRank(res) {
 			res.err, res.clientErr = fr.err, fr.clientErr
 		}
 		if res.finish == "" {

@@ -245,3 +245,24 @@ func TestAFailingForkFailsTheRequestAndEndsEveryFork(t *testing.T) {
 		<-eng.Done // every fork's stream has ended
 	}
 }
+
+func TestClientLeavingAStreamOfChoicesEndsEveryFork(t *testing.T) {
+	eng := apitest.NewFakeEngine()
+	eng.Block.Store(true) // after its first token each fork waits for cancellation
+	env := newTestEnv(t, eng, nil)
+	resp, err := http.Post(env.http.URL+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"abcdef","n":3,"max_tokens":5,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "data: ") {
+	}
+	resp.Body.Close()
+	for range 3 {
+		<-eng.Done
+	}
+	if c := eng.Cancelled(); c != 3 {
+		t.Errorf("%d forks cancelled, want 3", c)
+	}
+}
