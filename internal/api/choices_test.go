@@ -266,3 +266,28 @@ func TestClientLeavingAStreamOfChoicesEndsEveryFork(t *testing.T) {
 		t.Errorf("%d forks cancelled, want 3", c)
 	}
 }
+
+// A constraint is stateful (it tracks the grammar through the output), so
+// every fork needs its own.
+func TestEachForkGetsItsOwnStructuredOutputConstraint(t *testing.T) {
+	eng := apitest.NewFakeEngine()
+	env := newTestEnv(t, eng, nil)
+	status, _, body := env.post(t, "/v1/completions", "", `{"prompt":["{}","[]"],"n":2,"max_tokens":2,"response_format":{"type":"json_object"}}`)
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, body)
+	}
+	reqs := eng.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d engine requests, want 4", len(reqs))
+	}
+	for i, r := range reqs {
+		if r.Sampling.Constraint == nil {
+			t.Fatalf("fork %d has no constraint", i)
+		}
+		for j := range i {
+			if reqs[j].Sampling.Constraint == r.Sampling.Constraint {
+				t.Errorf("forks %d and %d share one constraint", j, i)
+			}
+		}
+	}
+}
