@@ -1,14 +1,16 @@
-// The official openai JS client against a bulkhead server backed by the
-// API's fake engine, which echoes the prompt (run by jsclient_test.go).
-// Usage: node client.mjs BASE_URL MODEL. Prints "ok NAME" per check and
-// exits non-zero on the first failure.
+// The official openai JS client against a bulkhead server (run by
+// jsclient_test.go). Usage:
+//   node client.mjs fake BASE_URL MODEL          the API's fake engine, which echoes the prompt
+//   node client.mjs copy BASE_URL MODEL CASES    the real engine on the built-in copy model;
+//                                                CASES is JSON [{prompt, want}], want the canary it copies
+// Prints "ok NAME" per check and exits non-zero on the first failure.
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 
-const [baseURL, model] = process.argv.slice(2);
+const [mode, baseURL, model, casesJSON] = process.argv.slice(2);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
 
-const checks = {
+const fakeChecks = {
   async completion() {
     const r = await client.completions.create({ model, prompt: "hello", max_tokens: 3 });
     assert.equal(r.object, "text_completion");
@@ -66,6 +68,30 @@ const checks = {
   },
 };
 
+const cases = casesJSON ? JSON.parse(casesJSON) : [];
+const greedy = { model, max_tokens: 8, temperature: 0 };
+
+const copyChecks = {
+  async copyCompletionN() {
+    const r = await client.completions.create({ ...greedy, prompt: cases[0].prompt, n: 3 });
+    assert.deepEqual(r.choices.map((c) => [c.index, c.text]), [[0, cases[0].want], [1, cases[0].want], [2, cases[0].want]]);
+  },
+  async copyPromptList() {
+    const r = await client.completions.create({ ...greedy, prompt: cases.map((c) => c.prompt) });
+    assert.deepEqual(r.choices.map((c) => c.text), cases.map((c) => c.want));
+  },
+  async copyStreamN() {
+    const stream = await client.completions.create({ ...greedy, prompt: cases[1].prompt, n: 2, stream: true });
+    const text = {};
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) text[c.index] = (text[c.index] ?? "") + c.text;
+    }
+    assert.deepEqual(text, { 0: cases[1].want, 1: cases[1].want });
+  },
+  modelNotFound: fakeChecks.modelNotFound,
+};
+
+const checks = mode === "copy" ? copyChecks : fakeChecks;
 for (const [name, check] of Object.entries(checks)) {
   await check();
   console.log("ok " + name);
