@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/bulkhead-llm/bulkhead/internal/grammar"
+	"github.com/bulkhead-llm/bulkhead/internal/sample"
 	"github.com/bulkhead-llm/bulkhead/internal/toolcall"
 )
 
@@ -93,7 +94,8 @@ func (s *Server) applyTools(r *toolRequest, p *genParams) (*chatTools, *apiError
 		if err != nil {
 			return nil, invalid("tool_choice", "unsupported_value", "%v", err)
 		}
-		p.sampling.Constraint = vc.v.Constraint(g)
+		p.newConstraint = func() sample.Constraint { return vc.v.Constraint(g) }
+		p.sampling.Constraint = p.newConstraint()
 	}
 	// Markers such as [TOOL_CALLS] and <|channel|> are control tokens,
 	// which plain decoding hides; the parser must see them.

@@ -40,6 +40,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		return prompt, e
 	}
+	if req.Prompt.count() > 1 {
+		s.serveCompletionList(w, r, &req, p, sh)
+		return
+	}
 	s.serveGeneration(w, r, tokenize, p, "prompt", sh)
 }
 

@@ -87,13 +87,25 @@ func (s *stringList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// promptField is the completions prompt: a string, an array of one string,
-// an array of token ids, or an array of one array of token ids.
+// promptField is the completions prompt: a string, an array of strings,
+// an array of token ids, or an array of arrays of token ids. text/tokens
+// hold the first prompt; texts/lists hold all of them (choices.go serves
+// more than one).
 type promptField struct {
 	text   string
 	tokens []int32
 	isIDs  bool
 	set    bool
+	texts  []string
+	lists  [][]int32
+}
+
+// count is how many prompts the field holds.
+func (p *promptField) count() int {
+	if p.isIDs {
+		return max(1, len(p.lists))
+	}
+	return max(1, len(p.texts))
 }
 
 func (p *promptField) UnmarshalJSON(b []byte) error {
@@ -106,12 +118,13 @@ func (p *promptField) UnmarshalJSON(b []byte) error {
 		p.text = s
 		return nil
 	}
+	none := &fieldError{"prompt", `field "prompt" is an empty array; send at least one prompt`}
 	var ss []string
 	if json.Unmarshal(b, &ss) == nil {
-		if len(ss) != 1 {
-			return &fieldError{"prompt", fmt.Sprintf(`field "prompt" holds %d prompts; this server accepts exactly one per request`, len(ss))}
+		if len(ss) == 0 {
+			return none
 		}
-		p.text = ss[0]
+		p.text, p.texts = ss[0], ss
 		return nil
 	}
 	var ids []int32
@@ -121,13 +134,13 @@ func (p *promptField) UnmarshalJSON(b []byte) error {
 	}
 	var idss [][]int32
 	if json.Unmarshal(b, &idss) == nil {
-		if len(idss) != 1 {
-			return &fieldError{"prompt", fmt.Sprintf(`field "prompt" holds %d prompts; this server accepts exactly one per request`, len(idss))}
+		if len(idss) == 0 {
+			return none
 		}
-		p.tokens, p.isIDs = idss[0], true
+		p.tokens, p.isIDs, p.lists = idss[0], true, idss
 		return nil
 	}
-	return &fieldError{"prompt", `field "prompt" must be a string, an array of one string, or an array of token ids`}
+	return &fieldError{"prompt", `field "prompt" must be a string, an array of strings, an array of token ids, or an array of arrays of token ids`}
 }
 
 // messageContent is a chat message's content: a string, null, or an array

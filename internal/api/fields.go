@@ -62,14 +62,14 @@ var commonFields = map[string]fieldRule{
 	// llm-d's prefill/decode field: admitted only by Config.KVTransfer
 	// (kvtransfer.go), refused otherwise.
 	"kv_transfer_params": honoured,
-	"n":                  only("n > 1 is not supported; only n = 1", "1"),
+	"n":                  honoured, // choices.go
 }
 
 var completionFields = merge(commonFields, map[string]fieldRule{
 	"prompt": honoured, "logprobs": honoured,
 	"echo":    honoured, // without logprobs; with them refused in params
 	"suffix":  only("suffix is not supported", `""`),
-	"best_of": only("best_of > 1 is not supported; only best_of = 1", "1"),
+	"best_of": honoured, // choices.go
 })
 
 var chatFields = merge(commonFields, map[string]fieldRule{

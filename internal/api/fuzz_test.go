@@ -8,6 +8,7 @@ var fuzzSeeds = []string{
 	`{"model":"m","prompt":"hi","max_tokens":5,"temperature":0.7,"stop":["\n"],"stream":true,"stream_options":{"include_usage":true}}`,
 	`{"prompt":[1,2,3],"logprobs":2,"seed":-4}`,
 	`{"prompt":[[1,2]],"n":1}`,
+	`{"prompt":["a","b"],"n":3,"best_of":5}`, `{"prompt":[[1],[2,3]],"n":2,"stream":true}`,
 	`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"logprobs":true,"top_logprobs":3,"max_completion_tokens":4}`,
 	`{"messages":[{"role":"system","content":null}],"stop":"x"}`,
 	`{"prompt":{"x":1}}`, `[]`, `null`, `{"max_tokens":1e400}`, "{\"prompt\":\"\xff\"}",
@@ -79,5 +80,8 @@ func checkParams(t *testing.T, p genParams) {
 		if s == "" {
 			t.Fatal("accepted an empty stop string")
 		}
+	}
+	if p.n < 1 || p.bestOf < p.n || p.bestOf > maxChoices || p.stream && p.bestOf > p.n {
+		t.Fatalf("choices out of range: n %d best_of %d stream %v", p.n, p.bestOf, p.stream)
 	}
 }

@@ -46,25 +46,9 @@ type admission struct {
 // admit checks limits and the context size, then submits to the engine.
 // Everything here happens before any KV page exists (DESIGN I4).
 func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *genParams, param string) (*admission, *apiError) {
-	maxCtx := s.eng.MaxContext()
-	if len(prompt) == 0 {
-		return nil, invalid(param, "invalid_value", "the prompt is empty")
-	}
-	if err := sched.CheckPromptLength(len(prompt), sched.Limits{MaxContext: maxCtx}); err != nil {
-		var cle *engine.ContextLengthError
-		if !errors.As(err, &cle) {
-			return nil, engineError(err, param, info.id)
-		}
-		if !incident.Active().PassOversized() {
-			return nil, contextLengthError(param, cle)
-		}
-		// An incident reproduction passes the oversized prompt on, as the
-		// vulnerable engine did (see internal/incident).
-		p.maxTokens = max(1, min(p.maxTokens, 32))
-	} else if e := p.fitMaxTokens(param, len(prompt), maxCtx, p.defaultMax); e != nil {
+	if e := s.checkPrompt(info, prompt, p, param); e != nil {
 		return nil, e
 	}
-
 	ctx, cancel := context.WithCancel(r.Context())
 	if info.kvt != nil {
 		ctx = context.WithValue(ctx, kvTransferKey{}, info.kvt)
@@ -89,6 +73,30 @@ func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *ge
 		events: events, cancel: cancel, prompt: len(prompt),
 		release: func() { stopAfter(); cancel() },
 	}, nil
+}
+
+// checkPrompt refuses a prompt that is empty or does not fit the context
+// beside p's max_tokens, which it settles (the endpoint's default applied).
+func (s *Server) checkPrompt(info *requestInfo, prompt []int32, p *genParams, param string) *apiError {
+	maxCtx := s.eng.MaxContext()
+	if len(prompt) == 0 {
+		return invalid(param, "invalid_value", "the prompt is empty")
+	}
+	if err := sched.CheckPromptLength(len(prompt), sched.Limits{MaxContext: maxCtx}); err != nil {
+		var cle *engine.ContextLengthError
+		if !errors.As(err, &cle) {
+			return engineError(err, param, info.id)
+		}
+		if !incident.Active().PassOversized() {
+			return contextLengthError(param, cle)
+		}
+		// An incident reproduction passes the oversized prompt on, as the
+		// vulnerable engine did (see internal/incident).
+		p.maxTokens = max(1, min(p.maxTokens, 32))
+	} else if e := p.fitMaxTokens(param, len(prompt), maxCtx, p.defaultMax); e != nil {
+		return e
+	}
+	return nil
 }
 
 // genResult is how a generation ended.

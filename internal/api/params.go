@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
+	"github.com/bulkhead-llm/bulkhead/internal/sample"
 )
 
 // Limits on request parameters; beyond them a request is refused rather
@@ -58,6 +59,7 @@ type completionRequest struct {
 	Logprobs *int        `json:"logprobs"`
 	Echo     bool        `json:"echo"`
 	Suffix   *string     `json:"suffix"`
+	BestOf   *int        `json:"best_of"`
 }
 
 // chatMessage is one message as sent: its role and content are checked,
@@ -107,6 +109,11 @@ type genParams struct {
 	ignoreEOS    bool
 	kvParams     json.RawMessage // llm-d's kv_transfer_params, gated in serveGeneration
 	controlText  bool            // decode control tokens as their text (a tool-call parser reads them)
+	// n choices per prompt, chosen from bestOf generated (choices.go).
+	n, bestOf int
+	// newConstraint makes a fresh structured-output constraint for each
+	// forked sequence (a constraint is stateful); nil without one.
+	newConstraint func() sample.Constraint
 }
 
 // validate checks the shared fields against the model and the context size.
@@ -118,8 +125,8 @@ func (c *commonRequest) validate(modelID string, maxContext int) (genParams, *ap
 		e.Status = http.StatusNotFound
 		return p, e
 	}
-	if c.N != nil && *c.N != 1 {
-		return p, invalid("n", "unsupported_value", "n = %d is not supported; only n = 1", *c.N)
+	if e := c.choices(&p); e != nil {
+		return p, e
 	}
 	if e := c.maxTokens(&p, maxContext); e != nil {
 		return p, e
@@ -198,6 +205,9 @@ func (r *completionRequest) params(modelID string, maxContext int) (genParams, *
 			return p, invalid("logprobs", "invalid_value", "logprobs = %d must be between 0 and %d", *r.Logprobs, maxCompletionsLP)
 		}
 		p.logprobs, p.topLogprobs = true, *r.Logprobs
+	}
+	if e := r.bestOf(&p); e != nil {
+		return p, e
 	}
 	return p, nil
 }

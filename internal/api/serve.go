@@ -24,6 +24,14 @@ type shape interface {
 // response: one JSON body, or an SSE stream ending in [DONE] on success and
 // in an error event otherwise.
 func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, tokenize func() ([]int32, *apiError), p genParams, param string, sh shape) {
+	if p.bestOf > 1 { // n > 1 (choices.go)
+		one := func() ([][]int32, *apiError) {
+			prompt, e := tokenize()
+			return [][]int32{prompt}, e
+		}
+		s.serveChoices(w, r, one, p, param, func(int) shape { return sh })
+		return
+	}
 	info := infoFrom(r.Context())
 	t := info.tenant
 	if e := s.gateKVTransfer(r, info, p); e != nil {

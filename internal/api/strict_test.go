@@ -32,18 +32,19 @@ func sdkFields(t reflect.Type) []string {
 type fieldCase struct {
 	value  string                      // JSON value of the field
 	refuse bool                        // expect 400 naming the field
-	check  func(engine.Request) string // for honoured values: "" or what is wrong
+	check  func(engine.Request) string // for honoured values: "" or what is wrong (of the last request)
+	seqs   int                         // engine requests a honoured value makes; 0 means 1
 }
 
 var completionCases = map[string]fieldCase{
 	"prompt":            {value: `"hello"`, check: func(r engine.Request) string { return want(len(r.Prompt) == 6, "prompt tokens") }},
 	"model":             {value: `"` + testModel + `"`},
-	"best_of":           {value: `2`, refuse: true},
+	"best_of":           {value: `2`, seqs: 2, check: func(r engine.Request) string { return want(r.Logprobs, "best_of's ranking logprobs") }},
 	"echo":              {value: `true`},
 	"frequency_penalty": {value: `0.5`, check: func(r engine.Request) string { return want(r.Sampling.FrequencyPenalty == 0.5, "frequency_penalty") }},
 	"logprobs":          {value: `3`, check: func(r engine.Request) string { return want(r.Logprobs && r.TopLogprobs == 3, "logprobs") }},
 	"max_tokens":        {value: `3`, check: func(r engine.Request) string { return want(r.MaxTokens == 3, "max_tokens") }},
-	"n":                 {value: `2`, refuse: true},
+	"n":                 {value: `2`, seqs: 2},
 	"presence_penalty":  {value: `-1.5`, check: func(r engine.Request) string { return want(r.Sampling.PresencePenalty == -1.5, "presence_penalty") }},
 	"seed":              {value: `42`, check: func(r engine.Request) string { return want(r.Sampling.Seed == 42, "seed") }},
 	"suffix":            {value: `"tail"`, refuse: true},
@@ -62,7 +63,7 @@ var chatCases = map[string]fieldCase{
 	"logprobs":               {value: `true`, check: func(r engine.Request) string { return want(r.Logprobs, "logprobs") }},
 	"max_completion_tokens":  {value: `4`, check: func(r engine.Request) string { return want(r.MaxTokens == 4, "max_completion_tokens") }},
 	"max_tokens":             {value: `5`, check: func(r engine.Request) string { return want(r.MaxTokens == 5, "max_tokens") }},
-	"n":                      {value: `3`, refuse: true},
+	"n":                      {value: `3`, seqs: 3},
 	"presence_penalty":       completionCases["presence_penalty"],
 	"prompt_cache_key":       {value: `"k"`, refuse: true},
 	"safety_identifier":      {value: `"sid"`},
@@ -158,11 +159,11 @@ func TestEveryOpenAIRequestFieldIsHonouredOrRefused(t *testing.T) {
 					t.Fatalf("%s = %s: want 200 (honoured), got %d %s", f, c.value, status, resp)
 				}
 				reqs := eng.Requests()
-				if len(reqs) != 1 {
-					t.Fatalf("engine saw %d requests", len(reqs))
+				if len(reqs) != max(1, c.seqs) {
+					t.Fatalf("engine saw %d requests, want %d", len(reqs), max(1, c.seqs))
 				}
 				if c.check != nil {
-					if msg := c.check(reqs[0]); msg != "" {
+					if msg := c.check(reqs[len(reqs)-1]); msg != "" {
 						t.Fatal(msg)
 					}
 				}
@@ -204,13 +205,13 @@ func TestLenientServerWarnsAndReportsUnknownFields(t *testing.T) {
 		t.Errorf("no warning logged: %s", logs.String())
 	}
 	// Lenient is about unknown fields only: unsupported values stay refused.
-	resp, err = http.Post(hs.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"hi","n":2}`))
+	resp, err = http.Post(hs.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"hi","suffix":"x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
-		t.Fatalf("n = 2 on a lenient server: %d", resp.StatusCode)
+		t.Fatalf("suffix on a lenient server: %d", resp.StatusCode)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/grammar"
+	"github.com/bulkhead-llm/bulkhead/internal/sample"
 )
 
 // Structured output: response_format (json_object, json_schema), grammar
@@ -124,8 +125,10 @@ func (s *Server) applyStructured(r *structuredRequest, p *genParams) *apiError {
 		return invalid("response_format", "unsupported_value", "%v", err)
 	}
 	// The constraint carries its Spec, which a gateway forwards to the
-	// decode worker that samples (internal/gateway/structured.go).
-	p.sampling.Constraint = vc.v.Constraint(g)
+	// decode worker that samples (internal/gateway/structured.go). Each
+	// forked choice gets its own: a constraint is stateful.
+	p.newConstraint = func() sample.Constraint { return vc.v.Constraint(g) }
+	p.sampling.Constraint = p.newConstraint()
 	return nil
 }
 
