@@ -25,9 +25,9 @@ func (hermesTokenizer) ChatTemplate() string {
 func (t hermesTokenizer) NewStreamDecoder() api.StreamDecoder { return t.NewDecoder() }
 
 // Tool calls are read from the output by the API in front of the gateway,
-// so tools with tool_choice "auto" work through it unchanged; a required or
-// named choice needs a grammar the workers cannot receive yet, and is
-// refused with a 400 rather than run unconstrained.
+// so tools with tool_choice "auto" work through it unchanged; a required
+// choice's call grammar travels to the decode worker as a GBNF Spec, like a
+// client's grammar, and forces a call there.
 func TestToolsThroughTheGateway(t *testing.T) {
 	pre, dec := startWorker(t, worker.Prefill, smallPool), startWorker(t, worker.Decode, smallPool)
 	g := newGateway(t, []*node{pre}, []*node{dec})
@@ -41,8 +41,8 @@ func TestToolsThroughTheGateway(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	post := func(extra string) (int, string) {
-		body := `{"messages":[{"role":"user","content":"` + strings.TrimSpace(text) + `"}],"max_tokens":8,` +
-			`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]` + extra + `}`
+		body := `{"messages":[{"role":"user","content":"` + strings.TrimSpace(text) + `"}],` +
+			`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{},"additionalProperties":false}}}]` + extra + `}`
 		resp, err := http.Post(hs.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -51,15 +51,15 @@ func TestToolsThroughTheGateway(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	status, body := post(`,"tool_choice":"auto"`)
+	status, body := post(`,"max_tokens":8,"tool_choice":"auto"`)
 	if want := strings.Join(words.Canary[:8], " "); status != 200 || !strings.Contains(body, `"content":" `+want+`"`) {
 		t.Fatalf("auto through the gateway: %d %s, want the canary %q as content", status, body, want)
 	}
-	status, body = post(`,"tool_choice":"required"`)
-	if status != 400 || !strings.Contains(body, "gateway") {
-		t.Fatalf("required through the gateway: %d %s, want a 400 saying the gateway cannot enforce it", status, body)
+	status, body = post(`,"max_tokens":64,"parallel_tool_calls":false,"tool_choice":"required"`)
+	if status != 200 || !strings.Contains(body, `"finish_reason":"tool_calls"`) || !strings.Contains(body, `"name":"f"`) {
+		t.Fatalf("required through the gateway: %d %s, want a call of f", status, body)
 	}
-	if n := dec.hits.Load(); n != 1 {
-		t.Fatalf("decode worker heard %d requests, want only the auto one", n)
+	if n := dec.hits.Load(); n != 2 {
+		t.Fatalf("decode worker heard %d requests, want both", n)
 	}
 }
