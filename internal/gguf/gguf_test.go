@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -400,5 +401,24 @@ func TestParsesVersion2(t *testing.T) {
 	}
 	if f.Version != 2 || len(f.Tensors) != 3 {
 		t.Fatalf("v2: version %d, %d tensors", f.Version, len(f.Tensors))
+	}
+}
+
+// TestWriteFileIsReadableByOthers: a written model gets 0644 under the
+// umask, like any file a tool writes, not os.CreateTemp's 0600 (a server
+// running as another user could not open it).
+func TestWriteFileIsReadableByOthers(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := sampleWriter(t).WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Mode().Perm(); got != 0o644 {
+		t.Errorf("mode %v, want -rw-r--r--", st.Mode().Perm())
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 )
@@ -132,7 +135,7 @@ func (w *Writer) Bytes() ([]byte, error) {
 // WriteFile writes the file to a temporary name beside path and renames
 // it into place, so a crash never leaves a half-written model.
 func (w *Writer) WriteFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := createTemp(path)
 	if err != nil {
 		return fmt.Errorf("gguf: %w", err)
 	}
@@ -152,6 +155,21 @@ func (w *Writer) WriteFile(path string) error {
 		return fmt.Errorf("gguf: %w", err)
 	}
 	return nil
+}
+
+// createTemp creates a new file beside path with a random name. Unlike
+// os.CreateTemp (mode 0600) it asks for 0644 under the process umask, as
+// any written file gets: a model is not a secret, and a server running as
+// another user must be able to read it.
+func createTemp(path string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.tmp%d", filepath.Base(path), rand.Uint64()))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no free temporary name beside %s", path)
 }
 
 type countWriter struct {
