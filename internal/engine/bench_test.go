@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,9 +179,12 @@ func BenchmarkDecodeRawModel(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeRatio alternates an engine round and a raw round (in
-// turn first, so drift in the machine's load hits both alike) and reports
-// engine/raw: the fraction of the raw forward speed the engine keeps.
+// BenchmarkDecodeRatio runs an engine round and a raw round back to back
+// (in turn first) for every op and reports engine/raw, the fraction of the
+// raw forward speed the engine keeps: the median over the op's pairs, each
+// pair's two rounds close enough in time to see the same machine load.
+// Use -benchtime Nx for N pairs. fwd-share is the engine rounds' time
+// inside model.Forward over their wall time.
 func BenchmarkDecodeRatio(b *testing.B) {
 	for _, seqs := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("seqs=%d", seqs), func(b *testing.B) {
@@ -189,27 +194,35 @@ func BenchmarkDecodeRatio(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 1))
 			batch := make([]model.Seq, seqs)
 			var engine, raw time.Duration
-			timed := func(d *time.Duration, fn func()) {
+			var ratios []float64
+			timed := func(fn func()) time.Duration {
 				t := time.Now()
 				fn()
-				*d += time.Since(t)
+				return time.Since(t)
 			}
 			b.ResetTimer()
 			for i := range b.N {
 				runE := func() { engineRound(b, e, rng, seqs) }
 				runR := func() { rawRound(b, m, kv, rng, batch) }
+				var de, dr time.Duration
 				if i%2 == 0 {
-					timed(&engine, runE)
-					timed(&raw, runR)
+					de, dr = timed(runE), timed(runR)
 				} else {
-					timed(&raw, runR)
-					timed(&engine, runE)
+					dr, de = timed(runR), timed(runE)
 				}
+				engine, raw = engine+de, raw+dr
+				ratios = append(ratios, dr.Seconds()/de.Seconds())
 			}
 			toks := float64(b.N * seqs * benchGen)
 			b.ReportMetric(toks/engine.Seconds(), "engine-tok/s")
 			b.ReportMetric(toks/raw.Seconds(), "raw-tok/s")
-			b.ReportMetric(raw.Seconds()/engine.Seconds(), "engine/raw")
+			slices.Sort(ratios)
+			mid := len(ratios) / 2
+			med := ratios[mid]
+			if len(ratios)%2 == 0 {
+				med = (ratios[mid-1] + ratios[mid]) / 2
+			}
+			b.ReportMetric(med, "engine/raw")
 			b.ReportMetric(time.Duration(fwd.busy.Load()).Seconds()/engine.Seconds(), "fwd-share")
 		})
 	}
@@ -252,12 +265,19 @@ func BenchmarkDecodeSteady(b *testing.B) {
 					next(i)
 				}
 			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for range b.N {
 				for i := range streams {
 					next(i)
 				}
 			}
+			b.StopTimer()
+			runtime.ReadMemStats(&after)
+			// allocs/op rounds down; this keeps the fraction (restarts at a
+			// full context included).
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "mallocs/step")
 		})
 	}
 }
