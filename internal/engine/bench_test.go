@@ -56,16 +56,43 @@ func benchPool(b *testing.B, m *model.Model) *kvcache.Pool {
 // timedForwarder adds up the time the engine spends inside the forward
 // pass, so a benchmark can split a round's wall time into the model's share
 // and the engine's own, in the same interval whatever the machine's load.
+// It also keeps the start time of every call when starts is non-nil.
 type timedForwarder struct {
 	m     *model.Model
 	busy  atomic.Int64 // nanoseconds inside Forward
 	calls atomic.Int64
+
+	mu     sync.Mutex
+	starts *[]time.Time
 }
 
 func (f *timedForwarder) Forward(kv model.KVStore, seqs []model.Seq) ([][]float32, error) {
 	t := time.Now()
+	f.mu.Lock()
+	if f.starts != nil {
+		*f.starts = append(*f.starts, t)
+	}
+	f.mu.Unlock()
 	defer func() { f.busy.Add(int64(time.Since(t))); f.calls.Add(1) }()
 	return f.m.Forward(kv, seqs)
+}
+
+// stepIntervals appends the time from each forward pass's start to the
+// next one's, the first (after the prefill) left out: decode steps.
+func stepIntervals(dst []float64, starts []time.Time) []float64 {
+	for i := 2; i < len(starts); i++ {
+		dst = append(dst, starts[i].Sub(starts[i-1]).Seconds())
+	}
+	return dst
+}
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	mid := len(v) / 2
+	if len(v)%2 == 0 {
+		return (v[mid-1] + v[mid]) / 2
+	}
+	return v[mid]
 }
 
 func benchEngine(b *testing.B) (*model.Model, *Engine, *timedForwarder) {
@@ -110,6 +137,16 @@ func engineRound(b *testing.B, e *Engine, rng *rand.Rand, seqs int) {
 // of every prompt, then benchGen-1 decode steps of one greedy token per
 // sequence — straight through model.Forward on kv, pages 1.. in order.
 func rawRound(b *testing.B, m *model.Model, kv model.KVStore, rng *rand.Rand, batch []model.Seq) {
+	rawRoundTimed(b, m, kv, rng, batch, nil)
+}
+
+// rawRoundTimed is rawRound keeping each forward pass's start in starts.
+func rawRoundTimed(b *testing.B, m *model.Model, kv model.KVStore, rng *rand.Rand, batch []model.Seq, starts *[]time.Time) {
+	mark := func() {
+		if starts != nil {
+			*starts = append(*starts, time.Now())
+		}
+	}
 	const pageSize = 16
 	per := (benchPrompt + benchGen + pageSize - 1) / pageSize
 	for s := range batch {
@@ -119,6 +156,7 @@ func rawRound(b *testing.B, m *model.Model, kv model.KVStore, rng *rand.Rand, ba
 		}
 		batch[s] = model.Seq{Tokens: randomPrompt(rng, m.Config.Vocab), Pages: pages}
 	}
+	mark()
 	logits, err := m.Forward(kv, batch)
 	if err != nil {
 		b.Fatal(err)
@@ -128,6 +166,7 @@ func rawRound(b *testing.B, m *model.Model, kv model.KVStore, rng *rand.Rand, ba
 			batch[s].Pos = benchPrompt + step
 			batch[s].Tokens = []int32{sample.Greedy(logits[s])}
 		}
+		mark()
 		if logits, err = m.Forward(kv, batch); err != nil {
 			b.Fatal(err)
 		}
@@ -181,10 +220,12 @@ func BenchmarkDecodeRawModel(b *testing.B) {
 
 // BenchmarkDecodeRatio runs an engine round and a raw round back to back
 // (in turn first) for every op and reports engine/raw, the fraction of the
-// raw forward speed the engine keeps: the median over the op's pairs, each
-// pair's two rounds close enough in time to see the same machine load.
-// Use -benchtime Nx for N pairs. fwd-share is the engine rounds' time
-// inside model.Forward over their wall time.
+// raw forward speed the engine keeps, two ways: from each pair's round
+// times (the median over the pairs), and step-engine/raw from the median
+// decode step (forward start to forward start, over every pair's steps),
+// which a burst of other load on the shared machine moves much less. Use
+// -benchtime Nx for N pairs. fwd-share is the engine rounds' time inside
+// model.Forward over their wall time.
 func BenchmarkDecodeRatio(b *testing.B) {
 	for _, seqs := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("seqs=%d", seqs), func(b *testing.B) {
@@ -194,21 +235,38 @@ func BenchmarkDecodeRatio(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 1))
 			batch := make([]model.Seq, seqs)
 			var engine, raw time.Duration
-			var ratios []float64
-			timed := func(fn func()) time.Duration {
+			var ratios, engineSteps, rawSteps []float64
+			var engineStarts, rawStarts []time.Time
+			fwd.mu.Lock()
+			fwd.starts = &engineStarts
+			fwd.mu.Unlock()
+			runE := func() time.Duration {
+				fwd.mu.Lock()
+				engineStarts = engineStarts[:0]
+				fwd.mu.Unlock()
 				t := time.Now()
-				fn()
-				return time.Since(t)
+				engineRound(b, e, rng, seqs)
+				d := time.Since(t)
+				fwd.mu.Lock()
+				engineSteps = stepIntervals(engineSteps, engineStarts)
+				fwd.mu.Unlock()
+				return d
+			}
+			runR := func() time.Duration {
+				rawStarts = rawStarts[:0]
+				t := time.Now()
+				rawRoundTimed(b, m, kv, rng, batch, &rawStarts)
+				d := time.Since(t)
+				rawSteps = stepIntervals(rawSteps, rawStarts)
+				return d
 			}
 			b.ResetTimer()
 			for i := range b.N {
-				runE := func() { engineRound(b, e, rng, seqs) }
-				runR := func() { rawRound(b, m, kv, rng, batch) }
 				var de, dr time.Duration
 				if i%2 == 0 {
-					de, dr = timed(runE), timed(runR)
+					de, dr = runE(), runR()
 				} else {
-					dr, de = timed(runR), timed(runE)
+					dr, de = runR(), runE()
 				}
 				engine, raw = engine+de, raw+dr
 				ratios = append(ratios, dr.Seconds()/de.Seconds())
@@ -216,13 +274,8 @@ func BenchmarkDecodeRatio(b *testing.B) {
 			toks := float64(b.N * seqs * benchGen)
 			b.ReportMetric(toks/engine.Seconds(), "engine-tok/s")
 			b.ReportMetric(toks/raw.Seconds(), "raw-tok/s")
-			slices.Sort(ratios)
-			mid := len(ratios) / 2
-			med := ratios[mid]
-			if len(ratios)%2 == 0 {
-				med = (ratios[mid-1] + ratios[mid]) / 2
-			}
-			b.ReportMetric(med, "engine/raw")
+			b.ReportMetric(median(ratios), "engine/raw")
+			b.ReportMetric(median(rawSteps)/median(engineSteps), "step-engine/raw")
 			b.ReportMetric(time.Duration(fwd.busy.Load()).Seconds()/engine.Seconds(), "fwd-share")
 		})
 	}
