@@ -70,3 +70,36 @@ func BenchmarkOwnershipCheck(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeStep is the pool's share of one decode step of one
+// sequence: Reserve, the ownership check, Commit and, every PageSize
+// tokens, sealing the full page into the prefix cache. The sequence
+// restarts (its pages freed) when it reaches the pool's end.
+func BenchmarkDecodeStep(b *testing.B) {
+	const ps, total = 16, 2048
+	p := newTestPool(b, total/ps, ps)
+	toks := seq(1, total)
+	pt := p.NewTable()
+	p.GrowTable(pt, total)
+	buf := make([]int32, 0, total/ps)
+	pos := 0
+	for b.Loop() {
+		if pos == total {
+			p.Free(pt)
+			p.DropCache()
+			pos = 0
+		}
+		if err := p.Reserve(pt, pos+1); err != nil {
+			b.Fatal(err)
+		}
+		var err error
+		if buf, err = p.AppendStepPages(buf[:0], pt, pos, 1); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Commit(pt, pos, 1); err != nil {
+			b.Fatal(err)
+		}
+		pos++
+		p.Cache(pt, "salt", toks[:pos])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -95,7 +96,10 @@ func New(cfg Config) (*Pool, error) {
 	if _, err := rand.Read(p.cache.seed[:]); err != nil {
 		return nil, fmt.Errorf("kvcache: prefix-cache seed: %w", err)
 	}
-	p.cache.entries = make(map[[32]byte]*cacheEntry)
+	// Sized for every page, so that sealing pages never grows the map.
+	p.cache.entries = make(map[[32]byte]*cacheEntry, n)
+	p.cache.slots = make([]cacheEntry, n+1)
+	p.cache.blockTokens = make([]int32, (n+1)*ps)
 	return p, nil
 }
 
@@ -146,6 +150,14 @@ func (p *Pool) PagesFor(n int) int { return (n + p.pageSize - 1) / p.pageSize }
 // this pool has had or will have, so a table can never pass as another's.
 func (p *Pool) NewTable() *PageTable {
 	return &PageTable{owner: Owner(p.owners.Add(1))}
+}
+
+// GrowTable makes room in t for the pages of tokens positions, so that
+// Reserve does not regrow the table as a decoding sequence takes pages.
+func (p *Pool) GrowTable(t *PageTable, tokens int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.entries = slices.Grow(t.entries, max(0, p.PagesFor(tokens)-len(t.entries)))
 }
 
 // Reserve grows t until it covers tokens positions. It allocates all the

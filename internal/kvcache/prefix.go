@@ -18,13 +18,24 @@ type cacheEntry struct {
 	page       int32
 	prev, next *cacheEntry // LRU links while evictable
 	inLRU      bool
+	// The entry lives in its page's slot, reused when the page is sealed
+	// again: gen counts the uses, and parentGen is the parent's gen when
+	// this block was sealed, so a block whose parent's slot has been
+	// reused for another block no longer matches it.
+	gen, parentGen uint64
 }
 
 // prefixCache maps block keys to entries and orders unreferenced entries
 // least recently used first. The pool's mutex guards it.
 type prefixCache struct {
-	seed             [32]byte // per-process random value: keys are unguessable
-	entries          map[[32]byte]*cacheEntry
+	seed    [32]byte // per-process random value: keys are unguessable
+	entries map[[32]byte]*cacheEntry
+	// Preallocated so that sealing a page allocates nothing: a page is in
+	// at most one entry at a time, so slots[n] is page n's entry and
+	// blockTokens[n*PageSize:] its tokens. keyBuf is the hash input.
+	slots            []cacheEntry
+	blockTokens      []int32
+	keyBuf           []byte
 	lruHead, lruTail *cacheEntry
 	evictable        int
 	public           [][]int32
@@ -34,27 +45,25 @@ type prefixCache struct {
 
 // key is SHA-256(seed ‖ parent key ‖ domain ‖ tokens): chained, so a block's
 // key covers every token before it, and salted, so tenants' keys differ.
+// The input is built in keyBuf (the pool's mutex guards it) and hashed in
+// one call, so a key costs no allocation.
 func (c *prefixCache) key(parent *cacheEntry, public bool, salt string, block []int32) [32]byte {
-	h := sha256.New()
-	h.Write(c.seed[:])
+	b := append(c.keyBuf[:0], c.seed[:]...)
 	if parent != nil {
-		h.Write(parent.key[:])
+		b = append(b, parent.key[:]...)
 	}
-	var buf [8]byte
 	if public {
-		h.Write([]byte{0})
+		b = append(b, 0)
 	} else {
-		h.Write([]byte{1})
-		binary.LittleEndian.PutUint64(buf[:], uint64(len(salt)))
-		h.Write(buf[:])
-		h.Write([]byte(salt))
+		b = append(b, 1)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(salt)))
+		b = append(b, salt...)
 	}
 	for _, tok := range block {
-		binary.LittleEndian.PutUint32(buf[:4], uint32(tok))
-		h.Write(buf[:4])
+		b = binary.LittleEndian.AppendUint32(b, uint32(tok))
 	}
-	var k [32]byte
-	h.Sum(k[:0])
+	c.keyBuf = b
+	k := sha256.Sum256(b)
 	if c.hashHook != nil {
 		k = c.hashHook(k)
 	}
@@ -63,7 +72,7 @@ func (c *prefixCache) key(parent *cacheEntry, public bool, salt string, block []
 
 // matches compares everything a key stands for, so a hash collision misses.
 func (e *cacheEntry) matches(parent *cacheEntry, public bool, salt string, block []int32) bool {
-	return e != nil && e.parent == parent && e.public == public &&
+	return e != nil && e.parent == parent && (parent == nil || e.parentGen == parent.gen) && e.public == public &&
 		(public || e.salt == salt) && slices.Equal(e.tokens, block)
 }
 
@@ -159,7 +168,12 @@ func (p *Pool) Cache(t *PageTable, salt string, tokens []int32) {
 			}
 			p.evictLocked(old)
 		}
-		ce := &cacheEntry{key: k, parent: t.parent, public: i < pub, tokens: slices.Clone(block), page: e.Page}
+		ce := p.cache.slot(e.Page, p.pageSize)
+		ce.key, ce.parent, ce.public, ce.page = k, t.parent, i < pub, e.Page
+		ce.tokens = append(ce.tokens, block...)
+		if t.parent != nil {
+			ce.parentGen = t.parent.gen
+		}
 		if !ce.public {
 			ce.salt = salt
 		}
@@ -169,6 +183,17 @@ func (p *Pool) Cache(t *PageTable, salt string, tokens []int32) {
 		pg.holders.add(t.owner)
 		t.cached, t.parent = i+1, ce
 	}
+}
+
+// slot returns page n's entry, emptied for a new block: its gen is bumped
+// and its tokens point at the page's share of blockTokens, empty. The page
+// is being sealed, so its previous entry was evicted (out of the map and
+// the LRU list) when the page was freed.
+func (c *prefixCache) slot(n int32, pageSize int) *cacheEntry {
+	e := &c.slots[n]
+	off := int(n) * pageSize
+	*e = cacheEntry{gen: e.gen + 1, tokens: c.blockTokens[off : off : off+pageSize]}
+	return e
 }
 
 // DropCache evicts every unreferenced cached page to the free list.

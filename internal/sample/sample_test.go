@@ -20,6 +20,9 @@ func TestGreedyBreaksTiesTowardsLowestID(t *testing.T) {
 		{"all_equal", []float32{2, 2, 2}, 0},
 		{"nan_is_skipped", []float32{float32(math.NaN()), 1, 0}, 1},
 		{"negative_infinities", []float32{float32(math.Inf(-1)), -3, float32(math.Inf(-1))}, 1},
+		{"negative_after_nan", []float32{float32(math.NaN()), -2, -1, -1}, 2},
+		{"all_nan", []float32{float32(math.NaN()), float32(math.NaN())}, 0},
+		{"empty", nil, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -28,6 +31,28 @@ func TestGreedyBreaksTiesTowardsLowestID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGreedyIsTheLowestIDOfTheMaximum checks Greedy against its definition
+// on random logits with repeats, NaNs and infinities.
+func TestGreedyIsTheLowestIDOfTheMaximum(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pick := []float32{-1, 0, 1, 2, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -0.5}
+		logits := rapid.SliceOfN(rapid.SampledFrom(pick), 0, 40).Draw(t, "logits")
+		want := int32(0)
+		found := false
+		for i, v := range logits {
+			if math.IsNaN(float64(v)) {
+				continue
+			}
+			if !found || v > logits[want] {
+				want, found = int32(i), true
+			}
+		}
+		if got := Greedy(logits); got != want {
+			t.Fatalf("Greedy(%v) = %d, want %d", logits, got, want)
+		}
+	})
 }
 
 func TestZeroTemperatureIsGreedy(t *testing.T) {

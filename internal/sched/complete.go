@@ -10,7 +10,8 @@ import (
 // sampled for plan.Items[i] (ignored for items without Sample). Committed
 // positions become readable, full pages enter the prefix cache, sampled
 // tokens are appended, and finished requests leave, their pages freed. Items
-// of requests cancelled meanwhile are skipped.
+// of requests cancelled meanwhile are skipped. The updates returned are
+// valid until the next Complete (the scheduler reuses the slice).
 func (s *Scheduler) Complete(sampled []int32) ([]Update, error) {
 	plan := s.inflight
 	if plan == nil {
@@ -20,7 +21,9 @@ func (s *Scheduler) Complete(sampled []int32) ([]Update, error) {
 		return nil, fmt.Errorf("sched: %d sampled tokens for %d plan items", len(sampled), len(plan.Items))
 	}
 	s.inflight = nil
-	var ups []Update
+	clear(s.ups)
+	ups := s.ups[:0]
+	defer func() { s.ups = ups }()
 	for i, it := range plan.Items {
 		q := plan.seqs[i]
 		if !q.state.Live() || s.seqs[it.ID] != q || q.computed != it.Pos {

@@ -133,6 +133,7 @@ func (s *Scheduler) SubmitTransfer(a *Admitted) ([]int32, error) {
 		return nil, fmt.Errorf("sched: request %d: %w", r.ID, ErrDuplicate)
 	}
 	q := &seq{req: r, state: StateAdmitted, pt: s.pool.NewTable(), tokens: slices.Clone(r.Prompt), incoming: true}
+	s.growBuffers(q)
 	n := len(q.tokens) - 1
 	if err := s.pool.Reserve(q.pt, n); err != nil {
 		return nil, fmt.Errorf("sched: request %d: %w", r.ID, err)

@@ -20,7 +20,8 @@ type Abort struct {
 }
 
 // Plan is one forward step. The engine turns Items into one model.Forward
-// call, then calls Complete.
+// call, then calls Complete. The scheduler reuses it: a Plan and its slices
+// are valid until the next Step.
 type Plan struct {
 	Items   []Item
 	Aborted []Abort  // aborted (ownership check failed): report an internal error
@@ -30,6 +31,16 @@ type Plan struct {
 	Handoffs []Update
 
 	seqs []*seq // aligned with Items: who each item was planned for
+}
+
+// reset empties p for the next step, keeping its buffers; the entries are
+// zeroed so the old step's sequences and errors are not kept alive.
+func (p *Plan) reset() {
+	clear(p.Items)
+	clear(p.Aborted)
+	clear(p.Handoffs)
+	clear(p.seqs)
+	p.Items, p.Aborted, p.Evicted, p.Handoffs, p.seqs = p.Items[:0], p.Aborted[:0], p.Evicted[:0], p.Handoffs[:0], p.seqs[:0]
 }
 
 // Tokens is the number of tokens the step runs.

@@ -66,6 +66,14 @@ type Scheduler struct {
 	inflight *Plan
 	steps    uint64 // steps planned so far
 
+	// Reused every step so that steady decoding allocates nothing: the
+	// plan Step returns (valid until the next Step), the running set's
+	// snapshot Step iterates, and the updates Complete returns (valid
+	// until the next Complete).
+	cur   Plan
+	order []*seq
+	ups   []Update
+
 	prefixQueries, prefixHitTokens uint64
 }
 

@@ -20,11 +20,14 @@ func (s *Scheduler) Step() (*Plan, error) {
 	if s.inflight != nil {
 		return nil, ErrStepInFlight
 	}
-	plan := &Plan{Items: make([]Item, 0, len(s.running)+1), seqs: make([]*seq, 0, len(s.running)+1)}
+	plan := &s.cur
+	plan.reset()
 	budget := s.cfg.TokenBudget
 	s.steps++
+	s.order = append(s.order[:0], s.running...) // plan may preempt from running
+	defer clear(s.order)
 	for _, decoding := range []bool{true, false} {
-		for _, q := range slices.Clone(s.running) { // plan may preempt from running
+		for _, q := range s.order {
 			want := StatePrefilling
 			if decoding {
 				want = StateDecoding
@@ -78,6 +81,7 @@ func (s *Scheduler) Step() (*Plan, error) {
 
 // start prepares a waiting q to run: its table takes the cached prefix.
 func (s *Scheduler) start(q *seq) error {
+	s.growBuffers(q)
 	if q.stale { // pretend the prompt's KV is in the pages it is given
 		q.computed = len(q.tokens) - 1
 		return nil
@@ -96,6 +100,21 @@ func (s *Scheduler) start(q *seq) error {
 	s.prefixQueries++
 	s.prefixHitTokens += uint64(n)
 	return nil
+}
+
+// growBuffers gives q's tokens, plan page list and page table room for
+// the longest q can grow (its MaxTokens or the context), so that decoding
+// does not regrow them step by step. It runs when q is about to run, not
+// at Submit, so waiting requests hold no such room; after the first time
+// it finds the room there.
+func (s *Scheduler) growBuffers(q *seq) {
+	n := len(q.tokens)
+	if !q.req.PrefillOnly {
+		n = max(n, min(n+q.req.MaxTokens-q.generated, s.cfg.MaxContext))
+	}
+	q.tokens = slices.Grow(q.tokens, n-len(q.tokens))
+	q.pages = slices.Grow(q.pages[:0], s.pool.PagesFor(n))
+	s.pool.GrowTable(q.pt, n)
 }
 
 // fits is how many of q's pending tokens the pool's pages can hold now.
