@@ -29,7 +29,10 @@ func (m *Machine) plan() {
 		}
 		if len(plan.Items) > 0 {
 			m.inflight = plan
-			m.fillBatch(plan)
+			if err := m.fillBatch(plan); err != nil {
+				m.stepResult(&StepResultMsg{Err: err}) // never run: end the batch's requests
+				continue
+			}
 			m.rd.Batch = &m.batch
 			return
 		}
@@ -44,15 +47,21 @@ func (m *Machine) plan() {
 }
 
 // fillBatch turns plan into the batch and pins the handoffs it completes.
-func (m *Machine) fillBatch(plan *sched.Plan) {
+// A sequence runs only on pages the ownership check passed for exactly its
+// positions (kvcache.StepPages, which only the pool constructs); an item
+// without them fails the whole batch before anything runs.
+func (m *Machine) fillBatch(plan *sched.Plan) error {
 	b := &m.batch
 	b.Seqs, b.IDs, b.Pinned = b.Seqs[:0], b.IDs[:0], b.Pinned[:0]
 	for _, it := range plan.Items {
-		b.Seqs = append(b.Seqs, model.Seq{Tokens: it.Tokens, Pos: it.Pos, Pages: it.Pages})
+		if !it.Verified.Covers(it.Pos, len(it.Tokens)) {
+			return fmt.Errorf("request %d: pages for positions [%d, %d) not verified by the ownership check", it.ID, it.Pos, it.Pos+len(it.Tokens))
+		}
+		b.Seqs = append(b.Seqs, model.Seq{Tokens: it.Tokens, Pos: it.Pos, Pages: it.Verified.Pages()})
 		b.IDs = append(b.IDs, it.ID)
 	}
 	if !m.layered {
-		return
+		return nil
 	}
 	// A prefill-only request whose last prompt chunk is in this batch gets
 	// its pages leased now and handed to its Prefill caller, so the
@@ -70,6 +79,7 @@ func (m *Machine) fillBatch(plan *sched.Plan) {
 		m.rd.Events = append(m.rd.Events, Delivery{ID: j.id, Event: Event{handoff: h}, Pinned: true})
 		b.Pinned = append(b.Pinned, j.id)
 	}
+	return nil
 }
 
 // stepResult samples from the batch's logits, completes the step in the

@@ -18,8 +18,9 @@ type Ready struct {
 	Replies []Reply
 }
 
-// Batch is one forward pass. Its pages passed the ownership check (DESIGN
-// I2, kvcache.Pool.AppendStepPages) when the machine planned it.
+// Batch is one forward pass. Every Seq's pages are a kvcache.StepPages the
+// ownership check (DESIGN I2, kvcache.Pool.VerifyStep) made for exactly
+// that Seq's positions when the machine planned it.
 type Batch struct {
 	Seqs []model.Seq // for Forwarder.Forward, in plan order
 	IDs  []uint64    // request of each Seq
