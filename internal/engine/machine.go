@@ -17,7 +17,7 @@ import (
 // refcounts) as plain data. Its only inputs are messages (Step); its only
 // outputs are Ready values, which the caller acknowledges with Advance.
 // It runs no goroutine, no model and no I/O: the Engine's loop (loop.go)
-// is its shell, and tests drive it directly (machine_test.go, testdata).
+// is its shell, and tests drive it directly (transcript_test.go, testdata/*.txt).
 // It is not safe for concurrent use.
 type Machine struct {
 	cfg     Config
