@@ -151,15 +151,18 @@ func TestWorkerDeathInEveryPhase(t *testing.T) {
 		pre := startNode(t, worker.Prefill, smallPool, prefillCfg, nil, pg)
 		dec := startWorkerWith(t, worker.Decode, smallPool, decodeCfg)
 		g := newGateway(t, []*node{pre}, []*node{dec})
-		prefilling := submitAsync(g, 200, 4)
+		prefilling := submitAsync(g, 900, 4) // 15 chunks of 64
 		<-pg.held
 		queued := submitAsync(g, 30, 4) // MaxRunning 1: it waits in prefill's queue
 		waitFor(t, func() bool { return pre.hits.Load() == 2 })
-		time.Sleep(50 * time.Millisecond) // from the handler into the engine's mailbox
-		pg.step()                         // the shell takes it in after this pass
-		<-pg.held
-		if st := pre.eng.Stats(); st.Running != 1 || st.Waiting != 1 {
-			t.Fatalf("prefill worker not holding one prefilling and one queued request: %+v", st)
+		// The shell takes the second request in between passes: let one
+		// pass run at a time until it is queued (Stats is fresh at a hold).
+		for st := pre.eng.Stats(); st.Waiting != 1; st = pre.eng.Stats() {
+			if st.Running != 1 {
+				t.Fatalf("prefill worker not prefilling the first request: %+v", st)
+			}
+			pg.step()
+			<-pg.held
 		}
 		pre.kill(pg)
 		mustFail(t, "prefilling", prefilling)
