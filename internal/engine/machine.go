@@ -109,8 +109,8 @@ func (m *Machine) Step(msg Msg) {
 
 // Ready returns what the shell must do now. Unless a batch is in flight or
 // the machine is closing, it first grants waiting reservations the pool can
-// now serve and plans the next batch. Calling it again before Advance
-// plans nothing new.
+// now serve and plans the next batch. While a batch is out (handed to the
+// shell, its StepResultMsg not stepped yet) nothing new is planned.
 func (m *Machine) Ready() Ready {
 	if !m.closing && m.inflight == nil {
 		m.grantReservations()
