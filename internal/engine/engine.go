@@ -2,17 +2,12 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/kvcache"
 	"github.com/bulkhead-llm/bulkhead/internal/model"
-	"github.com/bulkhead-llm/bulkhead/internal/sample"
-	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
 
 var _ model.KVStore = (*kvcache.Pool)(nil)
@@ -60,66 +55,66 @@ func (c *Config) defaults() {
 	}
 }
 
-// Engine owns the scheduler, the KV pool and the model. One goroutine, the
-// step loop, calls the scheduler and the model; Submit and cancellation
-// reach it through an inbox. It is safe for concurrent use.
+// Engine is the Machine behind a concurrency-safe API. Callers' goroutines
+// admit requests and post typed messages to a mailbox; one goroutine, the
+// shell (loop.go), steps them into the machine, runs the model on the
+// batches it plans, and delivers its events. It is safe for concurrent use.
 type Engine struct {
-	cfg    Config
-	fwd    Forwarder
-	pool   *kvcache.Pool
-	sched  *sched.Scheduler
-	limits sched.Limits
+	cfg  Config
+	fwd  Forwarder
+	pool *kvcache.Pool
+	adm  admission
+	m    *Machine // the shell's only
 
 	mu      sync.Mutex
-	inbox   []func() // run by the loop, in order
-	cancels []uint64
-	closed  bool // no new requests
-	exited  bool // the loop is gone: nothing posted will run
+	mailbox []mail // stepped by the shell, in order
+	closed  bool   // no new requests
+	exited  bool   // the shell is gone: nothing posted will be stepped
 	stats   Stats
 	wake    chan struct{}
 	done    chan struct{}
 
-	nextID      atomic.Uint64
-	jobs        map[uint64]*job // owned by the loop
-	preemptions uint64          // owned by the loop
-	resq        fairQueue       // reservations waiting for pages, owned by the loop
-	stopping    bool            // the loop is shutting down (loop only)
-	aborts      abortLog        // owned by the loop; see status.go
+	nextID  atomic.Uint64
+	streams map[uint64]*stream // the shell's only: each live request's I/O
+	res     StepResultMsg      // reused every step
+	layers  []chan int         // reused: layer channels of a batch's pinned handoffs
 }
 
-// job is one request as the loop sees it.
-type job struct {
-	id      uint64
-	req     Request
-	adm     *sched.Admitted
-	events  chan Event
-	sampler *sample.Sampler
-	stop    func() bool // deregisters the context callback
-	stopSet []int32
-	n       int // tokens emitted
-	// transferring: decode side, KV still arriving; only the transfer's
-	// Reservation.Done may end the job.
-	transferring bool
-	// ready: prefill side, pages pinned for a transfer that streams each
-	// layer as the last chunk's forward pass completes it.
-	ready chan int
+// mail is one mailbox entry: a message for the machine, and for a
+// request's first message the stream its outputs go to, or a status query.
+type mail struct {
+	msg    Msg
+	id     uint64
+	st     *stream
+	status chan Status
 }
 
-// New builds an engine over fwd and pool and starts its step loop. It fails,
+// stream is a request's I/O as the shell sees it: where its events and its
+// reservation's answer go, and the hook that stops watching its context.
+type stream struct {
+	events chan Event
+	reply  chan reserveReply // Reserve only
+	ready  chan int          // a pinned handoff's layer channel
+	stop   func() bool
+}
+
+type reserveReply struct {
+	pages []int32
+	err   error
+}
+
+// New builds an engine over fwd and pool and starts its shell. It fails,
 // naming both numbers, when the pool cannot hold one request of the maximum
 // context (DESIGN I3); there is no way to skip that check.
 func New(cfg Config, fwd Forwarder, pool *kvcache.Pool) (*Engine, error) {
-	cfg.defaults()
-	if cfg.VocabSize < 1 {
-		return nil, fmt.Errorf("engine: VocabSize %d must be positive", cfg.VocabSize)
-	}
-	s, err := sched.New(sched.Config{TokenBudget: cfg.TokenBudget, MaxRunning: cfg.MaxRunning, MaxContext: cfg.MaxContext}, pool)
+	_, layered := fwd.(layerForwarder)
+	m, err := NewMachine(cfg, pool, layered)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 	e := &Engine{
-		cfg: cfg, fwd: fwd, pool: pool, sched: s, limits: s.Limits(),
-		wake: make(chan struct{}, 1), done: make(chan struct{}), jobs: map[uint64]*job{},
+		cfg: m.cfg, fwd: fwd, pool: pool, adm: m.admission(), m: m,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), streams: map[uint64]*stream{},
 	}
 	e.refreshStats()
 	go e.loop()
@@ -153,114 +148,49 @@ func (e *Engine) Stats() Stats {
 // with one event carrying Finish or Err, then closes. Cancelling ctx aborts
 // the request and frees its pages at the next step boundary.
 func (e *Engine) Submit(ctx context.Context, req Request) (<-chan Event, error) {
-	j, err := e.newJob(req, false)
+	msg, err := e.adm.admit(e.nextID.Add(1), req, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.enqueue(ctx, j); err != nil {
+	st := &stream{events: make(chan Event, req.MaxTokens+1)}
+	if err := e.open(ctx, msg.ID, msg, st); err != nil {
 		return nil, err
 	}
-	return j.events, nil
+	return st.events, nil
 }
 
-// newJob validates and admits req. Admission (DESIGN I4) happens here,
-// before the request reaches the loop, so nothing is allocated for a
-// request that cannot be served.
-func (e *Engine) newJob(req Request, prefillOnly bool) (*job, error) {
-	if err := e.validate(req); err != nil {
-		return nil, err
-	}
-	stopSet := slices.Clone(req.StopTokens)
-	if !req.IgnoreEOS {
-		stopSet = append(stopSet, e.cfg.EOG...)
-	}
-	smp, err := sample.New(samplerParams(req, stopSet))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	id := e.nextID.Add(1)
-	adm, err := sched.Admit(sched.Request{
-		ID: id, Tenant: req.Tenant, Salt: string(req.CacheSalt), PrefillOnly: prefillOnly,
-		Prompt: slices.Clone(req.Prompt), MaxTokens: req.MaxTokens, Stop: stopSet,
-	}, e.limits)
-	if err != nil {
-		var cl *ContextLengthError
-		if errors.As(err, &cl) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	return &job{id: id, req: req, adm: adm, events: make(chan Event, req.MaxTokens+1), sampler: smp, stopSet: stopSet}, nil
-}
-
-// enqueue hands j to the loop and ties its cancellation to ctx.
-func (e *Engine) enqueue(ctx context.Context, j *job) error {
-	return e.enqueueFn(ctx, j, func() { e.start(j) })
-}
-
-// enqueueFn ties j's cancellation to ctx and posts fn, which takes j in,
-// to the loop. j.stop is set here, before the loop can see j, so the loop
-// never finds it unset.
-func (e *Engine) enqueueFn(ctx context.Context, j *job, fn func()) error {
+// open posts a request's first message with its stream and ties its
+// cancellation to ctx. st.stop is set before the shell can see the stream.
+func (e *Engine) open(ctx context.Context, id uint64, msg Msg, st *stream) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return ErrShuttingDown
 	}
-	// Registered under the lock: a cancel callback needs the lock too, so
-	// its id reaches the loop after the job does.
-	j.stop = context.AfterFunc(ctx, func() { e.cancel(j.id) })
-	e.inbox = append(e.inbox, fn)
+	// Registered under the lock: the cancel callback posts under the lock
+	// too, so its CancelMsg reaches the machine after the request does.
+	st.stop = context.AfterFunc(ctx, func() { _ = e.post(&CancelMsg{ID: id}) })
+	e.mailbox = append(e.mailbox, mail{msg: msg, id: id, st: st})
 	e.poke()
 	return nil
 }
 
-// postAlways runs fn on the loop, also while Close drains transfers; it
-// fails only once the loop has exited.
-func (e *Engine) postAlways(fn func()) error {
+// post queues msg for the machine, also while Close waits for transfers;
+// it fails only once the shell has exited.
+func (e *Engine) post(msg Msg) error {
+	return e.postMail(mail{msg: msg})
+}
+
+func (e *Engine) postMail(m mail) error {
 	e.mu.Lock()
 	if e.exited {
 		e.mu.Unlock()
 		return ErrShuttingDown
 	}
-	e.inbox = append(e.inbox, fn)
+	e.mailbox = append(e.mailbox, m)
 	e.mu.Unlock()
 	e.poke()
 	return nil
-}
-
-// start hands a submitted job to the scheduler (loop only).
-func (e *Engine) start(j *job) {
-	e.jobs[j.id] = j
-	if err := e.sched.Submit(j.adm); err != nil {
-		e.end(j.id, Event{Err: fmt.Errorf("%w: %v", ErrInvalidRequest, err)})
-	}
-}
-
-func (e *Engine) validate(req Request) error {
-	switch {
-	case len(req.Prompt) == 0:
-		return fmt.Errorf("%w: the prompt is empty", ErrInvalidRequest)
-	case req.MaxTokens < 1:
-		return fmt.Errorf("%w: max tokens %d must be at least 1", ErrInvalidRequest, req.MaxTokens)
-	case req.TopLogprobs < 0 || req.TopLogprobs > 20:
-		return fmt.Errorf("%w: top logprobs %d must be in [0, 20]", ErrInvalidRequest, req.TopLogprobs)
-	}
-	for i, t := range req.Prompt {
-		if t < 0 || int(t) >= e.cfg.VocabSize {
-			return fmt.Errorf("%w: prompt token %d at position %d is outside the vocabulary [0, %d)", ErrInvalidRequest, t, i, e.cfg.VocabSize)
-		}
-	}
-	// Over-long generation is clipped by the context, not rejected: the
-	// request finishes with reason "length" when the context is full.
-	return nil
-}
-
-func (e *Engine) cancel(id uint64) {
-	e.mu.Lock()
-	e.cancels = append(e.cancels, id)
-	e.mu.Unlock()
-	e.poke()
 }
 
 func (e *Engine) poke() {
@@ -270,36 +200,17 @@ func (e *Engine) poke() {
 	}
 }
 
-// Close stops the loop. Requests still live end with ErrShuttingDown and
+// Close stops the engine. Requests still live end with ErrShuttingDown and
 // their pages are freed; transfers in flight get Config.CloseGrace to end
 // (their Done and Release are still accepted), then their pages are freed
-// too. Close returns when the loop has exited.
+// too. Close returns when the shell has exited.
 func (e *Engine) Close() {
 	e.mu.Lock()
-	already := e.closed
-	e.closed = true
+	if !e.closed {
+		e.closed = true
+		e.mailbox = append(e.mailbox, mail{msg: &CloseMsg{}})
+	}
 	e.mu.Unlock()
-	if !already {
-		e.poke()
-	}
+	e.poke()
 	<-e.done
-}
-
-// samplerParams maps a request's sampling settings onto the sampler's.
-func samplerParams(req Request, stopSet []int32) sample.Params {
-	sp := req.Sampling
-	p := sample.Params{
-		Temperature: float64(sp.Temperature), TopK: sp.TopK,
-		TopP: float64(sp.TopP), MinP: float64(sp.MinP), Seed: sp.Seed,
-		LogitBias: sp.LogitBias, PresencePenalty: sp.PresencePenalty, FrequencyPenalty: sp.FrequencyPenalty,
-		RepetitionPenalty: sp.RepetitionPenalty, MinTokens: sp.MinTokens,
-		Constraint: sp.Constraint,
-	}
-	if sp.MinTokens > 0 {
-		p.Suppress = stopSet
-	}
-	if sp.RepetitionPenalty != 0 && sp.RepetitionPenalty != 1 {
-		p.Prompt = req.Prompt
-	}
-	return p
 }

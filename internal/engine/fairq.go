@@ -2,19 +2,19 @@ package engine
 
 // fairQueue holds waiting reservations in one FIFO per tenant and serves
 // them round robin across tenants, so one tenant's burst cannot starve
-// another's single request (loop only).
+// another's single request (machine only).
 type fairQueue struct {
 	tenants []string
-	queues  map[string][]*waitingReserve
+	queues  map[string][]*job
 	cursor  int
 	n       int
 }
 
 func (f *fairQueue) len() int { return f.n }
 
-func (f *fairQueue) push(tenant string, w *waitingReserve) {
+func (f *fairQueue) push(tenant string, w *job) {
 	if f.queues == nil {
-		f.queues = map[string][]*waitingReserve{}
+		f.queues = map[string][]*job{}
 	}
 	if _, ok := f.queues[tenant]; !ok {
 		f.tenants = append(f.tenants, tenant)
@@ -24,7 +24,7 @@ func (f *fairQueue) push(tenant string, w *waitingReserve) {
 }
 
 // peek returns the head of the current tenant's queue, or nil.
-func (f *fairQueue) peek() *waitingReserve {
+func (f *fairQueue) peek() *job {
 	if f.n == 0 {
 		return nil
 	}
@@ -41,7 +41,7 @@ func (f *fairQueue) pop() {
 }
 
 // remove takes out the first entry matching pred and returns it, or nil.
-func (f *fairQueue) remove(pred func(*waitingReserve) bool) *waitingReserve {
+func (f *fairQueue) remove(pred func(*job) bool) *job {
 	for _, t := range f.tenants {
 		for i, w := range f.queues[t] {
 			if pred(w) {

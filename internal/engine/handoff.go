@@ -3,11 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/model"
-	"github.com/bulkhead-llm/bulkhead/internal/sched"
 )
 
 // Disaggregated serving splits one request across two engines. The prefill
@@ -47,20 +45,21 @@ type Handoff struct {
 // exactly once, when the transfer returned, on every path.
 func (e *Engine) Prefill(ctx context.Context, req Request) (*Handoff, error) {
 	req.MaxTokens = max(req.MaxTokens, 1)
-	j, err := e.newJob(req, true)
+	msg, err := e.adm.admit(e.nextID.Add(1), req, true)
 	if err != nil {
 		return nil, err
 	}
 	if len(req.Prompt) < 2 {
 		return nil, fmt.Errorf("%w: a prefill-only prompt needs at least 2 tokens", ErrInvalidRequest)
 	}
-	if err := e.enqueue(ctx, j); err != nil {
+	st := &stream{events: make(chan Event, req.MaxTokens+1)}
+	if err := e.open(ctx, msg.ID, msg, st); err != nil {
 		return nil, err
 	}
-	for ev := range j.events {
+	for ev := range st.events {
 		switch {
 		case ev.handoff != nil:
-			h := &Handoff{Tokens: ev.handoff.Tokens, CachedTokens: ev.handoff.Cached, Pages: ev.handoff.Pages, e: e, id: j.id}
+			h := &Handoff{Tokens: ev.handoff.Tokens, CachedTokens: ev.handoff.Cached, Pages: ev.handoff.Pages, e: e, id: msg.ID}
 			if ev.ready != nil {
 				h.Ready = ev.ready
 			}
@@ -75,76 +74,11 @@ func (e *Engine) Prefill(ctx context.Context, req Request) (*Handoff, error) {
 // Release ends the handoff: nil when decode acknowledged the KV, else the
 // transfer's error. The leases are dropped and the pages freed.
 func (h *Handoff) Release(err error) {
-	h.once.Do(func() {
-		_ = h.e.postAlways(func() {
-			if derr := h.e.sched.HandoffDone(h.id, err); derr != nil {
-				slog.Error("engine: releasing a handoff", "err", derr)
-			}
-		})
-	})
-}
-
-// handOff delivers a finished prefill's pages to the Prefill caller (loop).
-// A pinned handoff was delivered before the step: its layer channel closes.
-func (e *Engine) handOff(id uint64, h *sched.Handoff) {
-	j := e.jobs[id]
-	if j == nil {
-		_ = e.sched.HandoffDone(id, ErrAborted)
-		return
-	}
-	if j.ready != nil {
-		e.end(id, Event{})
-		return
-	}
-	delete(e.jobs, id)
-	j.stop()
-	j.events <- Event{handoff: h}
-	close(j.events)
+	h.once.Do(func() { _ = h.e.post(&HandoffReleasedMsg{ID: h.id, Err: err}) })
 }
 
 // layerForwarder is a Forwarder that reports each layer as it completes
 // (*model.Model is one).
 type layerForwarder interface {
 	ForwardLayers(kv model.KVStore, seqs []model.Seq, afterLayer func(n int)) ([][]float32, error)
-}
-
-// pinHandoffs pins the pages of every prefill-only request whose last
-// prompt chunk is in this step and hands them to its Prefill caller now,
-// with a channel on which the forward pass publishes finished layers. It
-// returns the jobs pinned (loop only).
-func (e *Engine) pinHandoffs(plan *sched.Plan) []*job {
-	if _, ok := e.fwd.(layerForwarder); !ok {
-		return nil
-	}
-	var pinned []*job
-	for _, it := range plan.Items {
-		j := e.jobs[it.ID]
-		if j == nil || !j.adm.Request().PrefillOnly || it.Pos+len(it.Tokens) != len(j.req.Prompt)-1 {
-			continue
-		}
-		h, err := e.sched.PinHandoff(it.ID)
-		if err != nil {
-			continue // handed off after the step instead
-		}
-		j.ready = make(chan int, 1)
-		j.events <- Event{handoff: h, ready: j.ready}
-		pinned = append(pinned, j)
-	}
-	return pinned
-}
-
-// forward runs the step, publishing layer progress to pinned handoffs.
-func (e *Engine) forward(seqs []model.Seq, pinned []*job) ([][]float32, error) {
-	if len(pinned) == 0 {
-		return e.fwd.Forward(e.pool, seqs)
-	}
-	return e.fwd.(layerForwarder).ForwardLayers(e.pool, seqs, func(n int) {
-		for _, j := range pinned {
-			select { // keep only the newest count; the loop is the only sender
-			case <-j.ready:
-			default:
-			}
-			j.ready <- n
-		}
-	})
 }

@@ -1,247 +1,156 @@
 package engine
 
-import (
-	"fmt"
-	"slices"
-	"time"
+import "time"
 
-	"github.com/bulkhead-llm/bulkhead/internal/model"
-	"github.com/bulkhead-llm/bulkhead/internal/sample"
-	"github.com/bulkhead-llm/bulkhead/internal/sched"
-)
-
-// loop is the step loop: take in submissions and cancellations, plan a step,
-// run the model, sample, and deliver events. It is the only goroutine that
-// touches the scheduler and the model.
+// loop is the machine's shell, the one goroutine that touches it: it moves
+// mailbox messages into Step, delivers what Ready says, runs the model on
+// Ready's batch and steps the result back in, and sleeps when there is
+// nothing to run. It makes no decision of its own about a request.
 func (e *Engine) loop() {
 	defer close(e.done)
-	var (
-		seqs    []model.Seq
-		sampled []int32
-		pending = map[uint64]Event{} // sampled tokens with logprobs, awaiting Complete
-	)
+	var spare []mail
+	var grace *time.Timer
+	var graceC <-chan time.Time
 	for {
-		if closing := e.intake(); closing {
-			e.shutdown()
+		spare = e.intake(spare)
+		if grace == nil && e.m.Closing() {
+			grace = time.NewTimer(e.cfg.CloseGrace)
+			defer grace.Stop()
+			graceC = grace.C
+		}
+		rd := e.m.Ready()
+		e.refreshStats() // before output: whoever hears of a change sees it in Stats
+		e.output(rd)
+		batch := rd.Batch
+		e.m.Advance()
+		if batch != nil {
+			e.res.Logits, e.res.Err = e.forward(batch)
+			e.m.Step(&e.res)
+			e.res = StepResultMsg{}
+			continue
+		}
+		if graceC != nil && e.m.Tracked() == 0 {
+			e.exit()
 			return
 		}
-		e.grantReservations()
-		if e.sched.Running()+e.sched.Waiting() == 0 {
-			e.refreshStats()
-			<-e.wake
-			continue
-		}
-		plan, err := e.sched.Step()
-		if err != nil {
-			e.failAll(fmt.Errorf("%w: scheduler: %v", ErrInternal, err))
-			continue
-		}
-		e.preemptions += uint64(len(plan.Evicted))
-		for _, a := range plan.Aborted {
-			e.end(a.ID, Event{Err: fmt.Errorf("%w: %v", ErrInternal, a.Err)})
-		}
-		for _, u := range plan.Handoffs {
-			e.deliver(u, Event{})
-		}
-		seqs = seqs[:0]
-		for _, it := range plan.Items {
-			seqs = append(seqs, model.Seq{Tokens: it.Tokens, Pos: it.Pos, Pages: it.Pages})
-		}
-		sampled = slices.Grow(sampled[:0], len(plan.Items))[:len(plan.Items)]
-		if len(seqs) > 0 {
-			pinned := e.pinHandoffs(plan)
-			logits, err := e.forward(seqs, pinned)
-			if err != nil {
-				for _, it := range plan.Items {
-					_ = e.sched.Cancel(it.ID)
-					e.end(it.ID, Event{Err: fmt.Errorf("%w: forward pass: %v", ErrInternal, err)})
-				}
-			} else {
-				for i, it := range plan.Items {
-					sampled[i] = 0
-					j := e.jobs[it.ID]
-					if !it.Sample || j == nil {
-						continue
-					}
-					ev := e.sampleToken(j, logits[i])
-					sampled[i] = ev.Token
-					pending[it.ID] = ev
-				}
-			}
-		}
-		updates, err := e.sched.Complete(sampled)
-		if err != nil {
-			e.failAll(fmt.Errorf("%w: scheduler: %v", ErrInternal, err))
-			continue
-		}
-		for _, u := range updates {
-			ev := pending[u.ID]
-			delete(pending, u.ID)
-			e.deliver(u, ev)
-		}
-		clear(pending)
-		if len(plan.Items) == 0 && len(plan.Aborted) == 0 && len(plan.Handoffs) == 0 {
-			// Nothing could run (every waiting request needs pages that are
-			// not there yet); wait for a submission, a cancel or a close.
-			e.refreshStats()
-			<-e.wake
-			continue
-		}
-		e.refreshStats()
-	}
-}
-
-// sampleToken draws j's next token from logits and its log-probabilities.
-func (e *Engine) sampleToken(j *job, logits []float32) Event {
-	tok := j.sampler.Sample(logits)
-	ev := Event{Token: tok}
-	if j.req.Logprobs {
-		ev.Logprob = float32(sample.LogSoftmax(logits, tok))
-		if j.req.TopLogprobs > 0 {
-			for _, c := range sample.TopLogprobs(logits, j.req.TopLogprobs) {
-				ev.TopLogprobs = append(ev.TopLogprobs, TokenLogprob{Token: c.ID, Logprob: float32(c.Logprob)})
-			}
-		}
-	}
-	return ev
-}
-
-// deliver turns a scheduler update into events.
-func (e *Engine) deliver(u sched.Update, ev Event) {
-	j := e.jobs[u.ID]
-	if j == nil {
-		return
-	}
-	if u.Err != nil {
-		e.end(u.ID, Event{Err: fmt.Errorf("%w: %v", ErrInternal, u.Err)})
-		return
-	}
-	if u.Handoff != nil {
-		e.handOff(u.ID, u.Handoff)
-		return
-	}
-	if u.HasToken {
-		ev.Token = u.Token
-		j.n++
-		j.events <- ev
-	}
-	if u.State == sched.StateFinished {
-		reason := FinishLength
-		if u.HasToken && slices.Contains(j.stopSet, u.Token) {
-			reason = FinishStop
-		}
-		e.end(u.ID, Event{Finish: &Finish{Reason: reason, Usage: Usage{PromptTokens: len(j.req.Prompt), CompletionTokens: j.n, CachedTokens: u.Cached}}})
-	}
-}
-
-// end sends j's final event, closes its stream and forgets it. A pinned
-// handoff's layer channel closes too: a transfer still waiting for layers
-// then fails as incomplete.
-func (e *Engine) end(id uint64, final Event) {
-	j := e.jobs[id]
-	if j == nil {
-		return
-	}
-	delete(e.jobs, id)
-	e.noteEnd(j, final)
-	j.stop()
-	if j.ready != nil {
-		close(j.ready)
-	}
-	j.events <- final
-	close(j.events)
-}
-
-// intake runs what Submit and the transfer paths posted, then applies
-// cancellations. It reports whether the engine is closing.
-func (e *Engine) intake() bool {
-	e.mu.Lock()
-	inbox, cancels, closing := e.inbox, e.cancels, e.closed
-	e.inbox, e.cancels = nil, nil
-	e.mu.Unlock()
-	for _, fn := range inbox {
-		fn()
-	}
-	for _, id := range cancels {
-		if e.withdraw(id, ErrAborted) {
-			continue // a reservation still waiting for pages
-		}
-		if j, live := e.jobs[id]; live && !j.transferring {
-			// A transferring job is ended by its transfer, which sees the
-			// same context and reports through Reservation.Done.
-			_ = e.sched.Cancel(id)
-			e.end(id, Event{Err: ErrAborted})
-		}
-	}
-	return closing
-}
-
-// failAll aborts every request; used when the scheduler itself reports an
-// inconsistency, so that nothing keeps running on doubtful state.
-func (e *Engine) failAll(err error) {
-	for id := range e.jobs {
-		_ = e.sched.Cancel(id)
-		e.end(id, Event{Err: err})
-	}
-}
-
-// shutdown ends every request. Waiting reservations and running requests
-// end at once; transfers in flight get CloseGrace to report (Done and
-// Release stay accepted), then every page left is freed, leases included,
-// so the pool drains (DESIGN I7) whatever the callers do.
-func (e *Engine) shutdown() {
-	e.stopping = true
-	for w := e.resq.peek(); w != nil; w = e.resq.peek() {
-		e.resq.pop()
-		w.reply <- reserveReply{err: ErrShuttingDown}
-	}
-	for id, j := range e.jobs {
-		if !j.transferring {
-			_ = e.sched.Cancel(id)
-			e.end(id, Event{Err: ErrShuttingDown})
-		}
-	}
-	grace := time.NewTimer(e.cfg.CloseGrace)
-	defer grace.Stop()
-	for waiting := true; waiting && e.sched.Tracked() > 0; {
 		select {
 		case <-e.wake:
-			e.runInbox()
-		case <-grace.C:
-			waiting = false
+		case <-graceC:
+			e.exit()
+			return
 		}
 	}
-	e.sched.Drop()
-	for id := range e.jobs {
-		e.end(id, Event{Err: ErrShuttingDown})
-	}
-	e.mu.Lock()
-	e.exited = true
-	e.mu.Unlock()
-	e.runInbox() // posted before exit: each answers its caller
-	e.refreshStats()
 }
 
-// runInbox runs what was posted, during shutdown (cancels no longer matter).
-func (e *Engine) runInbox() {
+// intake steps every message posted since the last call, in order. It
+// swaps the mailbox with spare so that steady state allocates nothing.
+func (e *Engine) intake(spare []mail) []mail {
 	e.mu.Lock()
-	inbox := e.inbox
-	e.inbox, e.cancels = nil, nil
+	box := e.mailbox
+	e.mailbox = spare[:0]
 	e.mu.Unlock()
-	for _, fn := range inbox {
-		fn()
+	for _, ml := range box {
+		e.take(ml)
 	}
+	clear(box)
+	return box[:0]
+}
+
+// take steps one mailbox entry into the machine.
+func (e *Engine) take(ml mail) {
+	if ml.status != nil {
+		st := e.m.Status()
+		st.Stats = e.Stats()
+		ml.status <- st
+		return
+	}
+	if ml.st != nil {
+		e.streams[ml.id] = ml.st
+	}
+	e.m.Step(ml.msg)
+}
+
+// output delivers a Ready's events and reservation replies.
+func (e *Engine) output(rd Ready) {
+	for _, d := range rd.Events {
+		st := e.streams[d.ID]
+		if st == nil {
+			continue
+		}
+		ev := d.Event
+		if d.Pinned {
+			st.ready = make(chan int, 1)
+			ev.ready = st.ready
+		}
+		if d.Final {
+			delete(e.streams, d.ID)
+			st.stop()
+			if st.ready != nil {
+				// A transfer still waiting for layers fails as incomplete.
+				close(st.ready)
+			}
+			st.events <- ev
+			close(st.events)
+			continue
+		}
+		st.events <- ev
+	}
+	for _, r := range rd.Replies {
+		st := e.streams[r.ID]
+		if st == nil {
+			continue
+		}
+		st.reply <- reserveReply{pages: r.Pages, err: r.Err}
+		if r.Err != nil { // refused: the request never existed
+			delete(e.streams, r.ID)
+			st.stop()
+		}
+	}
+}
+
+// forward runs a batch, publishing layer progress to its pinned handoffs.
+func (e *Engine) forward(b *Batch) ([][]float32, error) {
+	if len(b.Pinned) == 0 {
+		return e.fwd.Forward(e.pool, b.Seqs)
+	}
+	e.layers = e.layers[:0]
+	for _, id := range b.Pinned {
+		if st := e.streams[id]; st != nil && st.ready != nil {
+			e.layers = append(e.layers, st.ready)
+		}
+	}
+	return e.fwd.(layerForwarder).ForwardLayers(e.pool, b.Seqs, func(n int) {
+		for _, ch := range e.layers {
+			select { // keep only the newest count; the shell is the only sender
+			case <-ch:
+			default:
+			}
+			ch <- n
+		}
+	})
+}
+
+// exit ends what Close left once transfers reported or the grace passed,
+// then answers whatever was posted before the shell stops listening.
+func (e *Engine) exit() {
+	e.m.Step(&GraceOverMsg{})
+	e.mu.Lock()
+	e.exited = true
+	rest := e.mailbox
+	e.mailbox = nil
+	e.mu.Unlock()
+	for _, ml := range rest {
+		e.take(ml)
+	}
+	rd := e.m.Ready()
+	e.refreshStats()
+	e.output(rd)
+	e.m.Advance()
 }
 
 // refreshStats publishes a snapshot for Stats.
 func (e *Engine) refreshStats() {
-	st := Stats{
-		Running: e.sched.Running(), Waiting: e.sched.Waiting(), ReservationsWaiting: e.resq.len(),
-		PagesTotal: e.pool.UsablePages(), PagesFree: e.pool.FreePages(),
-		OwnershipFailures: e.pool.OwnershipFailures(), Preemptions: e.preemptions,
-	}
-	st.PrefixQueries, st.PrefixHitTokens = e.sched.PrefixStats()
-	st.PagesCached = e.pool.CachedPages()
+	st := e.m.Stats()
 	e.mu.Lock()
 	e.stats = st
 	e.mu.Unlock()

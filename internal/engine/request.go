@@ -1,5 +1,8 @@
-// Package engine runs the step loop that joins the scheduler, the model and
-// the paged KV cache, behind a concurrency-safe Submit API.
+// Package engine joins the scheduler, the model and the paged KV cache. Its
+// core, Machine, is a single-threaded state machine stepped by typed
+// messages (messages.go) whose outputs are Ready values (ready.go); Engine
+// is its shell, one goroutine behind the concurrency-safe Submit, Reserve
+// and Prefill API (loop.go).
 package engine
 
 import (

@@ -43,15 +43,15 @@ type Status struct {
 // maxAborts bounds the abort log the page map shows.
 const maxAborts = 32
 
-// abortLog keeps the most recent aborts; owned by the loop.
+// abortLog keeps the most recent aborts; owned by the machine.
 type abortLog struct{ recent []AbortInfo }
 
-// Status takes a snapshot on the step loop, between steps, so it sees one
-// consistent scheduler state. It waits at most for the step in progress; it
+// Status takes a snapshot on the shell, between steps, so it sees one
+// consistent machine state. It waits at most for the step in progress; it
 // fails when ctx ends first or the engine is closed.
 func (e *Engine) Status(ctx context.Context) (Status, error) {
 	ch := make(chan Status, 1)
-	if err := e.postAlways(func() { ch <- e.statusOnLoop() }); err != nil {
+	if err := e.postMail(mail{status: ch}); err != nil {
 		return Status{}, err
 	}
 	select {
@@ -62,10 +62,11 @@ func (e *Engine) Status(ctx context.Context) (Status, error) {
 	}
 }
 
-// statusOnLoop builds the snapshot (loop only).
-func (e *Engine) statusOnLoop() Status {
-	seqs := e.sched.AppendSeqs(nil)
-	st := Status{Requests: make([]RequestInfo, 0, len(seqs)), Aborts: slices.Clone(e.aborts.recent)}
+// Status lists the machine's live requests and recent aborts (Stats left
+// for the caller to fill).
+func (m *Machine) Status() Status {
+	seqs := m.sched.AppendSeqs(nil)
+	st := Status{Requests: make([]RequestInfo, 0, len(seqs)), Aborts: slices.Clone(m.aborts.recent)}
 	for _, q := range seqs {
 		st.Requests = append(st.Requests, RequestInfo{
 			ID: q.ID, Tenant: q.Tenant, Phase: q.State.String(), Owner: q.Owner,
@@ -73,22 +74,19 @@ func (e *Engine) statusOnLoop() Status {
 		})
 	}
 	slices.SortFunc(st.Requests, func(a, b RequestInfo) int { return cmp.Compare(a.ID, b.ID) })
-	e.mu.Lock()
-	st.Stats = e.stats
-	e.mu.Unlock()
 	return st
 }
 
-// noteEnd records a request ending in error in the abort log (loop only).
-func (e *Engine) noteEnd(j *job, final Event) {
+// noteEnd records a request ending in error in the abort log.
+func (m *Machine) noteEnd(j *job, final Event) {
 	if final.Err == nil {
 		return
 	}
-	a := AbortInfo{ID: j.id, Tenant: j.req.Tenant, Reason: abortReason(final.Err), Detail: final.Err.Error(), At: time.Now()}
-	if len(e.aborts.recent) == maxAborts {
-		e.aborts.recent = append(e.aborts.recent[:0], e.aborts.recent[1:]...)
+	a := AbortInfo{ID: j.id, Tenant: j.req.Tenant, Reason: abortReason(final.Err), Detail: final.Err.Error(), At: m.now()}
+	if len(m.aborts.recent) == maxAborts {
+		m.aborts.recent = append(m.aborts.recent[:0], m.aborts.recent[1:]...)
 	}
-	e.aborts.recent = append(e.aborts.recent, a)
+	m.aborts.recent = append(m.aborts.recent, a)
 }
 
 // abortReason classifies an abort the way an operator asks about it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/kvcache"
 )
@@ -52,7 +53,7 @@ func TestAbortReasons(t *testing.T) {
 }
 
 func TestAbortLogKeepsTheMostRecent(t *testing.T) {
-	e := &Engine{}
+	e := &Machine{now: time.Now}
 	for i := range maxAborts + 5 {
 		e.noteEnd(&job{id: uint64(i)}, Event{Err: ErrAborted})
 	}

@@ -44,11 +44,22 @@ func startWorkerWith(t *testing.T, role worker.Role, pool loader.PoolOptions, ec
 // startWorkerOn is startWorkerWith serving on ln (nil: a fresh port).
 func startWorkerOn(t *testing.T, role worker.Role, pool loader.PoolOptions, ec engine.Config, ln net.Listener) *node {
 	t.Helper()
+	return startNode(t, role, pool, ec, ln, nil)
+}
+
+// startNode is startWorkerOn whose model passes, when g is set, wait at g.
+func startNode(t *testing.T, role worker.Role, pool loader.PoolOptions, ec engine.Config, ln net.Listener, g *gate) *node {
+	t.Helper()
 	m, err := loader.Load(loader.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := m.NewEngine(pool, ec)
+	var eng *engine.Engine
+	if g == nil {
+		eng, err = m.NewEngine(pool, ec)
+	} else {
+		eng, err = gatedEngine(m, pool, ec, g)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +90,9 @@ func startWorkerOn(t *testing.T, role worker.Role, pool loader.PoolOptions, ec e
 		w.Shutdown(context.Background())
 		eng.Close()
 	})
+	if g != nil {
+		t.Cleanup(g.release) // runs first: a held pass must end for Close to return
+	}
 	return n
 }
 

@@ -1,5 +1,7 @@
 package sched
 
+import "github.com/bulkhead-llm/bulkhead/internal/kvcache"
+
 // Item is one sequence's share of a step: the fields of a model.Seq plus
 // what the engine must do with the result.
 type Item struct {
@@ -7,6 +9,9 @@ type Item struct {
 	Tokens []int32 // tokens to run, at positions Pos, Pos+1, ...
 	Pos    int
 	Pages  []int32 // verified physical pages for positions [0, Pos+len(Tokens))
+	// Verified is Pages as the ownership check made them: the engine runs
+	// only pages that carry it.
+	Verified kvcache.StepPages
 	// Tokens and Pages stay valid until the next Step.
 	// Sample is set when Tokens ends the sequence's known tokens, so the
 	// engine samples the next token from the last logits.

@@ -145,7 +145,8 @@ func (s *Scheduler) plan(plan *Plan, q *seq, budget int) (int, error) {
 	if err := s.pool.Reserve(q.pt, q.computed+n); err != nil {
 		return 0, fmt.Errorf("sched: request %d: %w", q.req.ID, err)
 	}
-	pages, err := s.pool.AppendStepPages(q.pages[:0], q.pt, q.computed, n)
+	verified, err := s.pool.VerifyStep(q.pages[:0], q.pt, q.computed, n)
+	pages := verified.Pages()
 	if errors.Is(err, kvcache.ErrOwnership) {
 		plan.Aborted = append(plan.Aborted, Abort{ID: q.req.ID, Err: err})
 		return 0, s.abort(q)
@@ -156,11 +157,12 @@ func (s *Scheduler) plan(plan *Plan, q *seq, budget int) (int, error) {
 	q.planned = s.steps
 	plan.seqs = append(plan.seqs, q)
 	plan.Items = append(plan.Items, Item{
-		ID:     q.req.ID,
-		Tokens: q.tokens[q.computed : q.computed+n : q.computed+n],
-		Pos:    q.computed,
-		Pages:  pages,
-		Sample: q.computed+n == len(q.tokens),
+		ID:       q.req.ID,
+		Tokens:   q.tokens[q.computed : q.computed+n : q.computed+n],
+		Pos:      q.computed,
+		Pages:    pages,
+		Verified: verified,
+		Sample:   q.computed+n == len(q.tokens),
 	})
 	return n, nil
 }
