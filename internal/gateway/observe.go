@@ -105,9 +105,12 @@ func (g *Gateway) refusalDetail(reason string, err error) string {
 	if reason != "drift" && reason != "no healthy worker" {
 		return d
 	}
-	for _, m := range g.Members() {
-		if m.State != "healthy" {
-			d += "; " + string(m.Role) + " " + m.URL + " " + m.State + ": " + m.Problem
+	// Drifted workers first: they are the operator's to fix.
+	for _, state := range []string{"drift", "unreachable"} {
+		for _, m := range g.Members() {
+			if m.State == state {
+				d += "; " + string(m.Role) + " " + m.URL + " " + m.State + ": " + m.Problem
+			}
 		}
 	}
 	return d

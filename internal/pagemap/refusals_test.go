@@ -144,6 +144,11 @@ func TestBrowserGatewayPageShowsDriftAndRefusals(t *testing.T) {
 			t.Fatalf("waiting for the gateway page (last %+v): %v", v, err)
 		}
 	}
+	full, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveShot(t, "pagemap-gateway-drift.png", full)
 	if v.Drift != "drift: "+driftProblem || !v.BadClass || v.Healthy != 1 {
 		t.Errorf("drifted worker drawn as %+v", v)
 	}
