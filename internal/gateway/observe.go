@@ -88,14 +88,29 @@ func (g *Gateway) refusalReason(err error) string {
 	case errors.As(err, &he):
 		return "rejected handoff"
 	case errors.Is(err, engine.ErrShuttingDown) && g.isStarted():
-		for _, m := range g.Members() {
-			if m.State == "drift" {
-				return "drift"
-			}
-		}
-		return "no healthy worker"
+		return g.noPairReason()
 	}
 	return "internal"
+}
+
+// noPairReason says why a request found no worker: "drift" when no healthy
+// prefill+decode pair exists and a worker drifted, "no healthy worker" when
+// none drifted, and "worker shutting down" when a pair exists (the worker
+// chosen was draining).
+func (g *Gateway) noPairReason() string {
+	healthy := map[worker.Role]bool{}
+	drifted := false
+	for _, m := range g.Members() {
+		healthy[m.Role] = healthy[m.Role] || m.State == "healthy"
+		drifted = drifted || m.State == "drift"
+	}
+	switch {
+	case healthy[worker.Prefill] && healthy[worker.Decode]:
+		return "worker shutting down"
+	case drifted:
+		return "drift"
+	}
+	return "no healthy worker"
 }
 
 // refusalDetail adds, to a refusal for want of workers, why each
