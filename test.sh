@@ -50,6 +50,13 @@ if [ ${#race_pkgs[@]} -gt 0 ]; then
   BULKHEAD_SHORT=1 go test -count=1 -race "${race_pkgs[@]}"
 fi
 
+# The live page map's cost to decode with chromium on /ui, one round of each
+# kind (10 to 15 s): keeps the measurement running; one round is noise, the
+# figure for the issue comes from the default 8 of each (BULKHEAD_LONG=1 alone).
+echo "== page map viewer cost (smoke run, 1 round of each kind)"
+BULKHEAD_LONG=1 BULKHEAD_VIEWER_COST_ROUNDS=1 go test -count=1 -v -run '^TestDecodeCostOfAnAttachedViewer$' ./internal/pagemap/ |
+  grep -E 'ratio|snapshots|^(--- |ok|FAIL)'
+
 # Every Fuzz target in the tree, each for $fuzztime.
 echo "== fuzz ($fuzztime per target)"
 while read -r dir; do

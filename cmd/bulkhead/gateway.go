@@ -124,7 +124,7 @@ func runGatewayProcessWith(ctx context.Context, o gatewayOptions, tenants *tenan
 	if err := startPodMetrics(ctx, o.metricsListen, metrics, true, logger); err != nil {
 		return err
 	}
-	uiOpts := o.ui.options(pagemap.Options{Metrics: metrics})
+	uiOpts := o.ui.options(pagemap.Options{Metrics: metrics, Gateway: g})
 	stop, err := startOperatorViews(&o.trust, &o.ui, metrics, uiOpts, logger, stderr)
 	if err != nil {
 		return err

@@ -82,6 +82,7 @@ func runMkmodel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep.Step("wrote %s (%d tokenizer keys copied) in %v", *out, n, time.Since(start).Round(time.Millisecond))
+	rep.Done()
 	return nil
 }
 

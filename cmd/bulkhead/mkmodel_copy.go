@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/bulkhead-llm/bulkhead/internal/copymodel"
+	"github.com/bulkhead-llm/bulkhead/internal/progress"
 )
 
 // copyShape is the mkmodel shape that exports the built-in copy model, so
@@ -23,13 +24,16 @@ func writeCopyModel(out string, context int, stderr io.Writer) error {
 	if context < 0 || context == 1 || context > copymodel.MaxContext {
 		return invalidUsage(fmt.Errorf("--context %d: want 2..%d", context, copymodel.MaxContext))
 	}
-	if err := copymodel.WriteFile(out, copymodel.Options{Context: context}); err != nil {
-		return err
-	}
 	n := context
 	if n == 0 {
 		n = copymodel.DefaultContext
 	}
-	fmt.Fprintf(stderr, "wrote %s: the copy model %q, context %d; audit a server loading it with: bulkhead audit --url URL --prompt-style copy\n", out, copymodel.Name, n)
+	rep := progress.New(stderr, "mkmodel", 0, "")
+	rep.Step("writing %s: the copy model %q, context %d", out, copymodel.Name, n)
+	if err := copymodel.WriteFile(out, copymodel.Options{Context: context}); err != nil {
+		return err
+	}
+	rep.Step("wrote %s; audit a server loading it with: bulkhead audit --url URL --prompt-style copy", out)
+	rep.Done()
 	return nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"sync"
+
+	prog "github.com/bulkhead-llm/bulkhead/internal/progress"
 )
 
 // probeSpec says what one probe should look like.
@@ -109,12 +109,18 @@ func (a *auditor) probe(ctx context.Context, s probeSpec) (ProbeResult, error) {
 	return a.send(ctx, p), nil
 }
 
-// progress keeps one status line up to date on the progress writer.
+// progress reports the audit's probes through internal/progress, as every
+// long command does: one line per probe in a log, a line redrawn in place
+// with the count, rate and latest verdict on a terminal. The probe count is
+// adaptive (discovery, the cliff search), so there is no total and no ETA.
 type progress struct {
-	mu         sync.Mutex
-	w          io.Writer
-	done, bad  int
-	lastLength int
+	mu        sync.Mutex
+	rep       *prog.Reporter
+	done, bad int
+}
+
+func newProgress(w io.Writer) *progress {
+	return &progress{rep: prog.New(w, "audit", 0, "probes")}
 }
 
 func (p *progress) step(r ProbeResult) {
@@ -124,44 +130,11 @@ func (p *progress) step(r ProbeResult) {
 	if r.Verdict == Fail || r.Verdict == Leak {
 		p.bad++
 	}
-	line := fmt.Sprintf("audit: %d probes, %d failed; #%d %s %d tokens -> %s", p.done, p.bad, r.ID, r.Phase, r.Tokens, r.Verdict)
-	if !isTerminal(p.w) { // a log file gets one line per probe, not carriage returns
-		fmt.Fprintln(p.w, line)
-		return
-	}
-	pad := max(0, p.lastLength-len(line))
-	p.lastLength = len(line)
-	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
+	p.rep.Add(1)
+	p.rep.Status("%d probes, %d failed; #%d %s %d tokens -> %s", p.done, p.bad, r.ID, r.Phase, r.Tokens, r.Verdict)
 }
 
-// isTerminal reports whether w is a character device (an interactive
-// terminal), where a progress line can be redrawn in place.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// line reports a status that is not a probe's.
+func (p *progress) line(line string) { p.rep.Status("%s", line) }
 
-// line writes a status line that is not a probe's.
-func (p *progress) line(line string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !isTerminal(p.w) {
-		fmt.Fprintln(p.w, line)
-		return
-	}
-	pad := max(0, p.lastLength-len(line))
-	p.lastLength = len(line)
-	fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", pad))
-}
-
-func (p *progress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.lastLength > 0 {
-		fmt.Fprintln(p.w)
-	}
-}
+func (p *progress) finish() { p.rep.Done() }

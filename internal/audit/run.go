@@ -71,7 +71,7 @@ func newAuditor(cfg Config, progressW io.Writer) *auditor {
 		cfg:      cfg,
 		c:        &client{base: cfg.BaseURL, metricsURL: cfg.MetricsURL, model: cfg.Model, http: cfg.HTTPClient, timeout: cfg.Timeout},
 		keys:     cfg.tenantKeys(),
-		progress: &progress{w: progressW},
+		progress: newProgress(progressW),
 		rng:      rand.New(rand.NewChaCha8(seedBytes(cfg.Seed))),
 		hints:    map[hintKey]int{},
 	}

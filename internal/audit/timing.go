@@ -96,7 +96,7 @@ func (a *auditor) timing(ctx context.Context, samples int) (*Timing, error) {
 				tm.FreshMs = append(tm.FreshMs, ms)
 			}
 		}
-		a.progress.line(fmt.Sprintf("audit: timing probe %d/%d", i+1, samples))
+		a.progress.line(fmt.Sprintf("timing probe %d/%d", i+1, samples))
 	}
 	tm.D, tm.PValue = ksTwoSample(tm.PrimedMs, tm.FreshMs)
 	tm.PrimedMedianMs, tm.FreshMedianMs = median(tm.PrimedMs), median(tm.FreshMs)

@@ -9,12 +9,12 @@ import (
 	"github.com/bulkhead-llm/bulkhead/internal/worker"
 )
 
-// Submit runs req on a prefill+decode pair. A pair whose KV handshake is
+// submit runs req on a prefill+decode pair. A pair whose KV handshake is
 // refused because a worker's configuration changed since the last check
 // (drift inside the check interval) is taken out of the pool at once and
 // the request tried once on another pair; with none left the client gets a
 // 503 with Retry-After, never a 500 and never a truncated answer.
-func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
+func (g *Gateway) submit(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
 	ch, err := g.submitOnce(ctx, req)
 	var de *worker.DriftError
 	if !errors.As(err, &de) {
@@ -22,13 +22,24 @@ func (g *Gateway) Submit(ctx context.Context, req engine.Request) (<-chan engine
 	}
 	ch, err = g.submitOnce(ctx, req)
 	if errors.As(err, &de) || errors.Is(err, engine.ErrShuttingDown) {
-		return nil, &engine.OverloadedError{
+		return nil, driftRefusal{de: de, ol: &engine.OverloadedError{
 			Reason:     fmt.Sprintf("no worker pair agrees on the model and KV layout (%s)", de.Reason),
 			RetryAfter: g.cfg.CheckInterval,
-		}
+		}}
 	}
 	return ch, err
 }
+
+// driftRefusal is the 503 a client gets when drift left no sound pair: an
+// OverloadedError (Retry-After) for the API, a DriftError for the page
+// map's refusal log.
+type driftRefusal struct {
+	de *worker.DriftError
+	ol *engine.OverloadedError
+}
+
+func (e driftRefusal) Error() string   { return e.ol.Error() }
+func (e driftRefusal) Unwrap() []error { return []error{e.ol, e.de} }
 
 // onDrift re-checks every worker now, so the one that drifted gets no more
 // traffic before the next periodic check. If the check cannot tell which

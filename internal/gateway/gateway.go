@@ -82,6 +82,8 @@ type Gateway struct {
 	members []*member
 	rr      [2]uint64 // round-robin counters: prefill, decode
 
+	refusals refusalLog // for the page map (observe.go)
+
 	nextID  atomic.Uint64
 	started chan struct{} // closed by tryStart
 	stop    context.CancelFunc

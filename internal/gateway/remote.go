@@ -46,12 +46,12 @@ func (g *Gateway) Stats() engine.Stats {
 	return st
 }
 
-// Submit admits req (DESIGN I4: an oversized prompt is answered here and no
+// submit admits req (DESIGN I4: an oversized prompt is answered here and no
 // worker hears of it), reserves its KV on a decode worker, has a prefill
 // worker compute and transfer it, and returns decode's token stream.
 // Prefill's and decode's client errors come back as the same typed errors
 // an engine returns, so the client sees the same 4xx.
-// submitOnce runs req on one prefill+decode pair (see Submit).
+// submitOnce runs req on one prefill+decode pair (see submit).
 func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
 	if !g.isStarted() {
 		return nil, fmt.Errorf("%w: no worker has answered yet", engine.ErrShuttingDown)
@@ -101,8 +101,9 @@ func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan en
 			r.close()
 			if de := (*worker.DriftError)(nil); errors.As(err, &de) {
 				g.onDrift(ctx, pre, r.dec, de)
+				return nil, err
 			}
-			return nil, err
+			return nil, handoffError{err}
 		}
 	}
 	events := make(chan engine.Event, req.MaxTokens+1)

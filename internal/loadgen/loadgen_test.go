@@ -55,7 +55,7 @@ func TestRunStreamsAndMeasuresAgainstBulkhead(t *testing.T) {
 	if rep.RequestsPerSecond <= 0 || rep.OutputTokensPerSec <= 0 {
 		t.Errorf("throughput = %+v", rep)
 	}
-	if !strings.Contains(progress.String(), "progress: 12/12 requests, 0 failed") {
+	if !strings.Contains(progress.String(), "bench serve c=3: done, 12 requests in ") || strings.Contains(progress.String(), "failed") {
 		t.Errorf("progress output = %q", progress.String())
 	}
 	for _, r := range eng.Requests() {

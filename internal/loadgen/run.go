@@ -7,11 +7,14 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	prog "github.com/bulkhead-llm/bulkhead/internal/progress"
 )
 
 // Run performs the benchmark: it prepares the prompts (not timed), then
-// sends cfg.Requests requests with cfg.Concurrency in flight, writing a
-// progress line to progress (if not nil) about once a second.
+// sends cfg.Requests requests with cfg.Concurrency in flight, reporting
+// progress on progress (if not nil) through internal/progress: a bar with
+// rate and ETA on a terminal, a line per tenth of the requests otherwise.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -43,11 +46,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	var mu sync.Mutex
 	done, failed := 0, 0
 	start := time.Now()
-	stopProgress := startProgress(progress, cfg.Requests, start, func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return done, failed
-	})
+	rep := prog.New(progress, fmt.Sprintf("bench serve c=%d", cfg.Concurrency), int64(cfg.Requests), "requests")
 	for range cfg.Concurrency {
 		wg.Add(1)
 		go func() {
@@ -64,8 +63,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 				done++
 				if r.err != nil {
 					failed++
+					if failed <= maxFailureLines {
+						rep.Status("request %d failed: %v", i, r.err)
+					}
 				}
 				mu.Unlock()
+				rep.Add(1)
 			}
 		}()
 	}
@@ -80,39 +83,17 @@ feed:
 	close(next)
 	wg.Wait()
 	elapsed := time.Since(start)
-	stopProgress()
-	rep := summarize(cfg, model, pm.tokenize != nil, results[:done], elapsed)
-	if err := ctx.Err(); err != nil {
-		return rep, fmt.Errorf("loadgen: interrupted after %d of %d requests: %w", done, cfg.Requests, err)
+	if failed > 0 {
+		rep.Status("%d of %d requests failed", failed, done)
 	}
-	return rep, nil
+	rep.Done()
+	report := summarize(cfg, model, pm.tokenize != nil, results[:done], elapsed)
+	if err := ctx.Err(); err != nil {
+		return report, fmt.Errorf("loadgen: interrupted after %d of %d requests: %w", done, cfg.Requests, err)
+	}
+	return report, nil
 }
 
-// startProgress writes "progress: done/total ..." lines until stopped.
-func startProgress(w io.Writer, total int, start time.Time, counts func() (int, int)) func() {
-	if w == nil {
-		return func() {}
-	}
-	stop := make(chan struct{})
-	finished := make(chan struct{})
-	line := func() {
-		d, f := counts()
-		el := time.Since(start).Seconds()
-		fmt.Fprintf(w, "progress: %d/%d requests, %d failed, %.1f req/s, %.0fs elapsed\n", d, total, f, float64(d)/max(el, 1e-9), el)
-	}
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				line()
-			case <-stop:
-				line()
-				return
-			}
-		}
-	}()
-	return func() { close(stop); <-finished }
-}
+// maxFailureLines bounds the failures reported one by one; the rest are
+// in the count at the end and in the report's error table.
+const maxFailureLines = 3

@@ -32,6 +32,9 @@ type Options struct {
 	// snapshot fetches URL + "/ui/state".
 	Workers []string
 	Client  *http.Client // for Workers; default a client with a 2 s timeout
+	// Gateway, when set, is the gateway this view runs in: its workers'
+	// health and drift state and its refusals are shown.
+	Gateway GatewaySource
 	// Interval between events on /ui/events; default 150 ms, so a browser
 	// sees more than 5 updates a second even when a step delays a snapshot.
 	Interval time.Duration
@@ -131,6 +134,10 @@ func (h *Handler) snapshot(ctx context.Context) ([]byte, error) {
 	if len(h.o.Workers) > 0 {
 		st.View = "gateway"
 		st.Workers = h.fetchWorkers(ctx)
+	}
+	if h.o.Gateway != nil {
+		st.View = "gateway"
+		st.Gateway = snapshotGateway(h.o.Gateway)
 	}
 	if h.o.Metrics != nil {
 		scrape(h.o.Metrics, st.Counters)

@@ -20,6 +20,7 @@ type State struct {
 	View     string             `json:"view"` // "engine" or "gateway"
 	Pools    []PoolState        `json:"pools,omitempty"`
 	Workers  []WorkerState      `json:"workers,omitempty"`
+	Gateway  *GatewayState      `json:"gateway,omitempty"`
 	Counters map[string]float64 `json:"counters"`
 }
 

@@ -33,6 +33,7 @@ type Reporter struct {
 	drawn    time.Time
 	lineLen  int
 	finished bool
+	status   string // the latest Status, shown at the end of the bar
 }
 
 // New reports on w, as a bar if w is a terminal. total is the number of
@@ -67,7 +68,28 @@ func (r *Reporter) Step(format string, args ...any) {
 	defer r.mu.Unlock()
 	r.clearLocked()
 	fmt.Fprintf(r.w, "%s: %s\n", r.label, fmt.Sprintf(format, args...))
-	if r.term && r.total > 0 && !r.finished {
+	if r.term && (r.total > 0 || r.status != "") && !r.finished {
+		r.drawLocked()
+	}
+}
+
+// Status reports how the task stands, e.g. the outcome of the latest of
+// many small steps (an audit's probes): its own line when not a terminal; on
+// a terminal it replaces the end of the bar, redrawn in place at most every
+// 100 ms, so a thousand statuses do not scroll a thousand lines.
+func (r *Reporter) Status(format string, args ...any) {
+	if r == nil || r.w == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status = fmt.Sprintf(format, args...)
+	if !r.term {
+		fmt.Fprintf(r.w, "%s: %s\n", r.label, r.status)
+		return
+	}
+	if now := r.now(); !r.finished && now.Sub(r.drawn) >= redraw {
+		r.drawn = now
 		r.drawLocked()
 	}
 }
@@ -83,11 +105,11 @@ func (r *Reporter) Add(n int64) {
 	defer r.mu.Unlock()
 	before := r.done
 	r.done += n
-	if r.total <= 0 || r.finished {
+	if r.finished || (r.total <= 0 && !(r.term && r.status != "")) {
 		return
 	}
 	if r.term {
-		if now := r.now(); now.Sub(r.drawn) >= redraw || r.done >= r.total {
+		if now := r.now(); now.Sub(r.drawn) >= redraw || (r.total > 0 && r.done >= r.total) {
 			r.drawn = now
 			r.drawLocked()
 		}
@@ -118,11 +140,16 @@ func (r *Reporter) Done() {
 	}
 }
 
-// statusLocked is "45% 12.0/26.7 MiB, 3.1 MiB/s, ETA 5s".
+// statusLocked is "45% 12.0 MiB/26.7 MiB, 3.1 MiB/s, ETA 5s" or "30% 3/10
+// requests, 1.5 requests/s, ETA 5s".
 func (r *Reporter) statusLocked() string {
 	el := r.now().Sub(r.start)
 	pct := min(100, r.done*100/r.total)
-	s := fmt.Sprintf("%3d%% %s/%s, %s", pct, r.amount(r.done), r.amount(r.total), r.rate(el))
+	of := r.amount(r.done) + "/" + r.amount(r.total) // 12.0 MiB/26.7 MiB
+	if r.unit != "B" {
+		of = fmt.Sprintf("%d/%s", r.done, r.amount(r.total)) // 3/10 requests
+	}
+	s := fmt.Sprintf("%3d%% %s, %s", pct, of, r.rate(el))
 	if r.done > 0 && r.done < r.total && el > 0 {
 		eta := time.Duration(float64(el) * float64(r.total-r.done) / float64(r.done))
 		s += ", ETA " + eta.Round(time.Second).String()
@@ -130,11 +157,20 @@ func (r *Reporter) statusLocked() string {
 	return s
 }
 
-// drawLocked redraws the bar in place.
+// drawLocked redraws the bar in place; with no known total it is the count,
+// the rate and the status, with no ETA to give.
 func (r *Reporter) drawLocked() {
 	const width = 24
-	fill := int(min(r.done, r.total) * width / r.total)
-	line := fmt.Sprintf("%s [%s%s] %s", r.label, strings.Repeat("#", fill), strings.Repeat("-", width-fill), r.statusLocked())
+	var line string
+	if r.total > 0 {
+		fill := int(min(r.done, r.total) * width / r.total)
+		line = fmt.Sprintf("%s [%s%s] %s", r.label, strings.Repeat("#", fill), strings.Repeat("-", width-fill), r.statusLocked())
+	} else {
+		line = fmt.Sprintf("%s %s, %s", r.label, r.amount(r.done), r.rate(r.now().Sub(r.start)))
+	}
+	if r.status != "" {
+		line += " · " + r.status
+	}
 	pad := max(0, r.lineLen-len(line))
 	fmt.Fprintf(r.w, "\r%s%s", line, strings.Repeat(" ", pad))
 	r.lineLen = len(line)
