@@ -63,6 +63,14 @@ type attnTask struct {
 // attend computes s.att for every stacked token of layer li, in passes
 // over groups of sequences that fit attnBudget.
 func (m *Model) attend(li int, kv KVStore, seqs []Seq) {
+	total := 0
+	for i := range seqs {
+		total += len(seqs[i].Tokens)
+	}
+	if m.useGGMLAttention(kv, total) {
+		m.attendGGML(li, kv, seqs)
+		return
+	}
 	first := 0
 	for start := 0; start < len(seqs); {
 		end, tokens, need := start, 0, 0

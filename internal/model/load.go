@@ -14,6 +14,10 @@ type Options struct {
 	// Threads is the number of worker threads for matmuls and attention;
 	// 0 or less means one.
 	Threads int
+	// GGMLFlashAttention makes steps of fewer than 64 tokens on an F16 KV
+	// cache attend as ggml's CPU flash attention does (attention_ggml.go):
+	// slower, for comparing with llama.cpp's default references.
+	GGMLFlashAttention bool
 }
 
 // layer holds one transformer block's weights.
@@ -42,6 +46,7 @@ type Model struct {
 	ropeFreqs  []float64
 	ropeSWA    []float64 // local layers' frequencies (gemma3)
 	attnScale  float32
+	ggmlFA     bool  // Options.GGMLFlashAttention
 	weightSize int64 // bytes of the matrices one decode token reads
 
 	pool   *kernels.Pool
@@ -148,6 +153,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	}
 	m.weightSize += int64(len(m.output.Data))
 	m.pool = kernels.NewPool(max(opts.Threads, 1))
+	m.ggmlFA = opts.GGMLFlashAttention
 	m.serial = kernels.NewPool(1)
 	m.bindAttention()
 	return m, nil

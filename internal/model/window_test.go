@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
@@ -14,16 +15,21 @@ import (
 // readRecorder is a KVStore that records which pages each layer reads.
 type readRecorder struct {
 	KVStore
+	mu    sync.Mutex    // the attention gathers KV heads on several threads
 	reads map[int][]int // layer → pages read, in order
 }
 
 func (r *readRecorder) PageF16(layer, page int) (k, v []uint16) {
+	r.mu.Lock()
 	r.reads[layer] = append(r.reads[layer], page)
+	r.mu.Unlock()
 	return r.KVStore.PageF16(layer, page)
 }
 
 func (r *readRecorder) PageF32(layer, page int) (k, v []float32) {
+	r.mu.Lock()
 	r.reads[layer] = append(r.reads[layer], page)
+	r.mu.Unlock()
 	return r.KVStore.PageF32(layer, page)
 }
 

@@ -44,20 +44,46 @@ func f32MathRef(stem string) string {
 	return ""
 }
 
-// defaultTolerance is the zoo README's guidance against the default
-// (F16 KV, flash attention) reference: about 3e-2 for F32/F16 (its own
-// default-vs-f32-math spread reaches 3.1e-2, hence 3.5e-2), 6e-2 for BF16,
-// and for int8 activations its measured 0.2–0.9 spread, hence 1.0.
-func defaultTolerance(f *gguf.File) float64 {
+// defaultTolerance bounds |Δ logprob| against the default reference (F16
+// KV, flash attention), which TestZoo runs with an F16 KV cache and the
+// emulation of ggml's one-chunk flash attention (attention_ggml.go).
+// Measured there (BULKHEAD_LONG=1, 41 files): F32 7.1e-3 (1.24e-2 with
+// the production attention, so 1e-2 needs the emulation); F16 up to
+// 3.5e-2 and BF16 6.0e-2, which are the activations llama.cpp rounds to
+// F16/BF16 before F16/BF16 matrices and bulkhead does not, hence 3.5e-2 and
+// 6.5e-2; int8 activations up to 0.34 on prompts of fewer than 64 tokens
+// (0.45 with the production attention), hence 0.4, and 0.61 on the
+// 296-token prompt, whose batch takes ggml's tiled path (not emulated)
+// and whose decode steps see 512 padded KV cells, where ggml may split the
+// KV across threads, hence 1.0 there.
+func defaultTolerance(f *gguf.File, promptLen int) float64 {
 	if !exactPath(f) {
-		return 1.0
+		if promptLen >= ggmlFATile {
+			return 1.0
+		}
+		return 0.4
 	}
+	tol := 1e-2
 	for _, ti := range f.Tensors {
-		if ti.Type == gguf.BF16 {
-			return 6e-2
+		switch ti.Type {
+		case gguf.BF16:
+			return 6.5e-2
+		case gguf.F16:
+			tol = 3.5e-2
 		}
 	}
-	return 3.5e-2
+	return tol
+}
+
+// halfMatrices reports whether f has F16 or BF16 tensors, whose products
+// llama.cpp computes on activations rounded to that type.
+func halfMatrices(f *gguf.File) bool {
+	for _, ti := range f.Tensors {
+		if ti.Type == gguf.F16 || ti.Type == gguf.BF16 {
+			return true
+		}
+	}
+	return false
 }
 
 // exactPath reports whether every matrix of f is computed with float32
@@ -75,13 +101,24 @@ func exactPath(f *gguf.File) bool {
 }
 
 // TestZoo runs every zoo file: it loads (or is refused as unsupported with
-// the supported list, never as malformed), and, teacher-forced on llama.cpp's
-// tokens with an F32 KV cache, its top-5 log-probabilities are compared with
-// both references: ≤ 1e-4 against .f32-math when the computation is exact
-// in F32, otherwise within the zoo README's measured spread (≤ 1.0 against
-// the default reference). Greedy tokens are compared up to the first step
-// whose llama.cpp margin is below max(1e-2, twice the prompt's worst |Δ logprob|). The 296-token prompt runs only with
-// BULKHEAD_LONG=1.
+// the supported list, never as malformed), and is teacher-forced on
+// llama.cpp's tokens twice:
+//
+//   - against the .f32-math reference with an F32 KV cache, prompt and
+//     continuation in chunks of 64: ≤ 1e-4 when the computation is exact
+//     in F32, otherwise ≤ 1.0 (the zoo README's int8-activation spread);
+//   - against the default reference as llama.cpp ran it: an F16 KV cache,
+//     the prompt as one batch and the continuation in batches of fewer
+//     than 64 tokens, so every batch under 64 tokens attends through the
+//     emulation of ggml's flash attention (defaultTolerance). A quantized
+//     file with no F16/BF16 matrix must moreover agree to 1e-4 at step 0 of
+//     at least one short prompt: that step runs llama.cpp's own batch path
+//     op for op (71 of the 90 such prompts do; 0 with the production
+//     attention, whose step 0 is 0.03–0.35 off).
+//
+// Greedy tokens are compared up to the first step whose llama.cpp margin
+// is below max(1e-2, twice the prompt's worst |Δ logprob|). The 296-token
+// prompt runs only with BULKHEAD_LONG=1.
 func TestZoo(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(zooDir, "*.gguf"))
 	if len(files) == 0 {
@@ -96,19 +133,23 @@ func TestZoo(t *testing.T) {
 				t.Fatalf("a valid zoo file does not parse: %v", err)
 			}
 			defer f.Close()
-			m, err := Load(f, Options{Threads: 2})
+			// The emulation applies to F16 KV caches only; the F32 runs
+			// take the production attention.
+			m, err := Load(f, Options{Threads: 2, GGMLFlashAttention: true})
 			if err != nil {
 				if errors.Is(err, ErrUnsupported) && strings.Contains(err.Error(), "supported:") && !errors.Is(err, ErrMalformed) {
 					t.Skipf("not yet supported: %v", err)
 				}
 				t.Fatalf("load: %v (want success or ErrUnsupported naming what is supported)", err)
 			}
-			def := readZooRef(t, stem+".reference.json")
-			refs := []struct {
+			type zooRun struct {
 				name string
 				ref  *llamaCppReference
-				tol  float64
-			}{{"default", def, defaultTolerance(f)}}
+				kv   gguf.Type
+				tol  func(promptLen int) float64
+			}
+			runs := []zooRun{{"default", readZooRef(t, stem+".reference.json"), gguf.F16,
+				func(n int) float64 { return defaultTolerance(f, n) }}}
 			if fm := f32MathRef(stem); fm != "" {
 				tol := 1.0
 				if exactPath(f) {
@@ -120,34 +161,48 @@ func TestZoo(t *testing.T) {
 						tol = 1e-3
 					}
 				}
-				refs = append(refs, struct {
-					name string
-					ref  *llamaCppReference
-					tol  float64
-				}{"f32-math", readZooRef(t, fm), tol})
+				runs = append(runs, zooRun{"f32-math", readZooRef(t, fm), gguf.F32, func(int) float64 { return tol }})
 			}
-			for _, rr := range refs {
-				worst, agreed, total := 0.0, 0, 0
+			for _, rr := range runs {
+				worst, agreed, total, short, exact0 := 0.0, 0, 0, 0, 0
 				for _, r := range rr.ref.Results {
 					if len(r.PromptTokens) > 64 && !long {
 						continue
 					}
 					tokens := append(append([]int32(nil), r.PromptTokens...), r.GeneratedTokens...)
-					kv, err := NewSimpleKV(&m.Config, 1, 512, gguf.F32)
+					kv, err := NewSimpleKV(&m.Config, 1, 512, rr.kv)
 					if err != nil {
 						t.Fatal(err)
 					}
-					all := runPrompt(t, m, kv, []int32{0}, tokens, 64)
+					var all [][]float32
+					if rr.kv == gguf.F16 {
+						all = runPromptThenDecode(t, m, kv, []int32{0}, tokens, len(r.PromptTokens))
+					} else {
+						all = runPrompt(t, m, kv, []int32{0}, tokens, 64)
+					}
 					// Teacher-forced worst difference first: a greedy token may
 					// differ only where llama.cpp's margin is within twice it.
-					pw := 0.0
+					pw, step0 := 0.0, 0.0
 					for j, st := range r.Steps {
 						logits := all[len(r.PromptTokens)-1+j]
 						for _, top := range st.Top {
-							pw = math.Max(pw, math.Abs(logSoftmaxAt(logits, top.ID)[0]-top.Logprob))
+							d := math.Abs(logSoftmaxAt(logits, top.ID)[0] - top.Logprob)
+							pw = math.Max(pw, d)
+							if j == 0 {
+								step0 = math.Max(step0, d)
+							}
 						}
 					}
 					worst = math.Max(worst, pw)
+					if tol := rr.tol(len(r.PromptTokens)); pw > tol {
+						t.Errorf("%s %q (%d prompt tokens): worst |Δ logprob| %.3g > %g", rr.name, r.Prompt, len(r.PromptTokens), pw, tol)
+					}
+					if len(r.PromptTokens) < ggmlFATile {
+						short++
+						if step0 <= 1e-4 {
+							exact0++
+						}
+					}
 					for j, st := range r.Steps {
 						if st.Margin < math.Max(1e-2, 2*pw) {
 							break
@@ -161,9 +216,9 @@ func TestZoo(t *testing.T) {
 						agreed++
 					}
 				}
-				t.Logf("ZOO %s vs %s: tokens agreed %d/%d, worst |Δ logprob| %.3g (tolerance %g, kernels %s)", stem, rr.name, agreed, total, worst, rr.tol, kernels.Implementation())
-				if worst > rr.tol {
-					t.Errorf("%s vs %s: worst |Δ logprob| %.3g > %g", stem, rr.name, worst, rr.tol)
+				t.Logf("ZOO %s vs %s: tokens agreed %d/%d, worst |Δ logprob| %.3g, step 0 within 1e-4 on %d/%d short prompts (kernels %s)", stem, rr.name, agreed, total, worst, exact0, short, kernels.Implementation())
+				if rr.name == "default" && !exactPath(f) && !halfMatrices(f) && short > 0 && exact0 == 0 {
+					t.Errorf("default: step 0 within 1e-4 on none of %d short prompts (want at least one: ggml's one-chunk attention emulated op for op)", short)
 				}
 			}
 		})
