@@ -21,7 +21,9 @@ echo "== go test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-go test -count=1 -v ./... > "$log" 2>&1 || status=$?
+# -timeout: the default 10 minutes per package is too tight for cmd/bulkhead
+# on a loaded 2-core machine (its process tests alone took 5.5 min there).
+go test -count=1 -timeout 40m -v ./... > "$log" 2>&1 || status=$?
 grep -E '^(ok|FAIL|---|panic:)|^\s+--- FAIL|no test files' "$log" | grep -v -- '--- PASS' | grep -v -- '--- SKIP' || true
 if grep -q -- '--- SKIP' "$log"; then
   echo "skipped tests (and why):"
@@ -47,7 +49,7 @@ for p in engine api transfer gateway sched kvcache kernels worker loadgen pagema
 done
 if [ ${#race_pkgs[@]} -gt 0 ]; then
   echo "== go test -race ${race_pkgs[*]}"
-  BULKHEAD_SHORT=1 go test -count=1 -race "${race_pkgs[@]}"
+  BULKHEAD_SHORT=1 go test -count=1 -timeout 30m -race "${race_pkgs[@]}"
 fi
 
 # The live page map's cost to decode with chromium on /ui, one round of each
