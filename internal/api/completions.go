@@ -93,8 +93,9 @@ type completionChoice struct {
 // completionLogprobs is the legacy completions logprobs layout:
 // parallel arrays, top alternatives as token → logprob maps.
 type completionLogprobs struct {
-	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []float32            `json:"token_logprobs"`
+	Tokens []string `json:"tokens"`
+	// An echoed prompt's first token has null for both (no context).
+	TokenLogprobs []*float32           `json:"token_logprobs"`
 	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
 	TextOffset    []int                `json:"text_offset"`
 }
@@ -117,16 +118,20 @@ func (c *completionShape) lps(tokens []tokenLP) *completionLogprobs {
 	if !c.logprobs {
 		return nil
 	}
-	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
+	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
 	for _, t := range tokens {
 		out.Tokens = append(out.Tokens, string(c.s.tok.Piece(t.id)))
-		out.TokenLogprobs = append(out.TokenLogprobs, t.logprob)
+		out.TextOffset = append(out.TextOffset, t.offset)
+		if t.noContext {
+			out.TokenLogprobs, out.TopLogprobs = append(out.TokenLogprobs, nil), append(out.TopLogprobs, nil)
+			continue
+		}
+		out.TokenLogprobs = append(out.TokenLogprobs, &t.logprob)
 		top := make(map[string]float32, len(t.top))
 		for _, alt := range t.top {
 			top[string(c.s.tok.Piece(alt.Token))] = alt.Logprob
 		}
 		out.TopLogprobs = append(out.TopLogprobs, top)
-		out.TextOffset = append(out.TextOffset, t.offset)
 	}
 	return out
 }

@@ -178,7 +178,7 @@ func TestSamplingFieldsReachTheEngineAndBadOnesAreRefused(t *testing.T) {
 	}
 }
 
-func TestEchoPrependsThePromptAndRefusesPromptLogprobs(t *testing.T) {
+func TestEchoPrependsThePromptWithItsLogprobs(t *testing.T) {
 	env := newTestEnv(t, apitest.NewFakeEngine(), nil)
 	resp, err := env.client("").Completions.New(context.Background(), openai.CompletionNewParams{
 		Model: testModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("abc")},
@@ -190,8 +190,15 @@ func TestEchoPrependsThePromptAndRefusesPromptLogprobs(t *testing.T) {
 	if i, j := strings.Index(body, `"text":"abc"`), strings.Index(body, `"text":"a"`); i < 0 || j < i {
 		t.Fatalf("stream must open with the echoed prompt: %s", body)
 	}
-	if s, _, b := env.post(t, "/v1/completions", "", `{"prompt":"abc","echo":true,"logprobs":1}`); s != 400 || !strings.Contains(b, `"param":"echo"`) {
-		t.Fatalf("%d %s", s, b)
+	// echo with logprobs: the prompt's tokens (BOS first) lead the logprobs,
+	// the first with null (no context), then the completion's; offsets in
+	// characters of the whole text, BOS adding none (the fake scores prompt
+	// token i −0.25·i and every generated token −0.5).
+	s, _, b := env.post(t, "/v1/completions", "", `{"prompt":"abc","echo":true,"logprobs":1,"max_tokens":2}`)
+	want := `"text":"abcab","logprobs":{"tokens":["<s>","a","b","c","a","b"],"token_logprobs":[null,-0.25,-0.5,-0.75,-0.5,-0.5],` +
+		`"top_logprobs":[null,{"a":-0.25},{"b":-0.5},{"c":-0.75},{"a":-0.5},{"b":-0.5}],"text_offset":[0,0,1,2,3,4]}`
+	if s != 200 || !strings.Contains(b, want) {
+		t.Fatalf("echo with logprobs: %d %s\nwant %s", s, b, want)
 	}
 }
 

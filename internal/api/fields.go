@@ -67,7 +67,7 @@ var commonFields = map[string]fieldRule{
 
 var completionFields = merge(commonFields, map[string]fieldRule{
 	"prompt": honoured, "logprobs": honoured,
-	"echo":    honoured, // without logprobs; with them refused in params
+	"echo":    honoured, // with logprobs the prompt is scored (engine PromptLogprobs)
 	"suffix":  only("suffix is not supported", `""`),
 	"best_of": honoured, // choices.go
 })

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,9 @@ type tokenLP struct {
 	logprob float32
 	top     []engine.TokenLogprob
 	offset  int // character (code point) offset of the token's text in the completion
+	// noContext marks the echoed prompt's first token, which has no
+	// log-probability (null in the response).
+	noContext bool
 }
 
 // chunk is what one engine event produced for the client.
@@ -41,6 +45,8 @@ type admission struct {
 	cancel  context.CancelFunc // aborts the engine request
 	release func()
 	prompt  int
+	// promptIDs are the prompt's tokens, for echo with logprobs.
+	promptIDs []int32
 }
 
 // admit checks limits and the context size, then submits to the engine.
@@ -58,6 +64,7 @@ func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *ge
 		ID: info.id, Tenant: info.tenant.ID, CacheSalt: info.tenant.CacheSalt,
 		Prompt: prompt, MaxTokens: p.maxTokens, Sampling: p.sampling,
 		Logprobs: p.logprobs, TopLogprobs: p.topLogprobs, IgnoreEOS: p.ignoreEOS, StopTokens: p.stopTokens,
+		PromptLogprobs: p.promptLogprobs,
 	}
 	events, err := s.eng.Submit(ctx, req)
 	if err != nil {
@@ -70,7 +77,7 @@ func (s *Server) admit(r *http.Request, info *requestInfo, prompt []int32, p *ge
 	}
 	info.promptTokens = len(prompt)
 	return &admission{
-		events: events, cancel: cancel, prompt: len(prompt),
+		events: events, cancel: cancel, prompt: len(prompt), promptIDs: prompt,
 		release: func() { stopAfter(); cancel() },
 	}, nil
 }
@@ -155,6 +162,20 @@ func (s *Server) run(a *admission, p genParams, arrival time.Time, emit func(chu
 			deliver(chunk{text: tail})
 			return res
 		}
+		if p.promptLogprobs && res.timing.first.IsZero() && ev.Prompt == nil {
+			// Never answer echo+logprobs without the prompt's scores.
+			res.err = fmt.Errorf("%w: the engine returned no prompt log-probabilities", engine.ErrInternal)
+			return res
+		}
+		if ev.Prompt != nil && p.promptLogprobs {
+			// The echoed prompt's tokens lead the logprobs; the completion's
+			// offsets then count from the end of the echoed text.
+			pc, n := s.promptChunk(a.promptIDs, ev.Prompt)
+			if !deliver(pc) {
+				return res
+			}
+			sent = n
+		}
 		if res.timing.first.IsZero() {
 			res.timing.first = now
 		}
@@ -179,4 +200,22 @@ func (s *Server) run(a *admission, p genParams, arrival time.Time, emit func(chu
 	}
 	res.err = errors.New("engine closed the stream without a final event")
 	return res
+}
+
+// promptChunk is the logprobs of an echoed prompt: each token with its
+// score and character offset in the prompt's decoded text (the first has no
+// score), and that text's length in characters.
+func (s *Server) promptChunk(ids []int32, scores []engine.PromptLogprob) (chunk, int) {
+	var c chunk
+	dec := s.newDecoder()
+	off := 0
+	for i, id := range ids {
+		t := tokenLP{id: id, offset: off, noContext: i == 0}
+		if i > 0 && i < len(scores) {
+			t.logprob, t.top = scores[i].Logprob, scores[i].Top
+		}
+		c.tokens = append(c.tokens, t)
+		off += utf8.RuneCountInString(dec.Add(id))
+	}
+	return c, off + utf8.RuneCountInString(dec.Flush())
 }

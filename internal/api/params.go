@@ -107,8 +107,11 @@ type genParams struct {
 	logprobs     bool
 	topLogprobs  int
 	ignoreEOS    bool
-	kvParams     json.RawMessage // llm-d's kv_transfer_params, gated in serveGeneration
-	controlText  bool            // decode control tokens as their text (a tool-call parser reads them)
+	// promptLogprobs: echo with logprobs; the prompt's tokens lead the
+	// logprobs (the first with null), offsets count the echoed text.
+	promptLogprobs bool
+	kvParams       json.RawMessage // llm-d's kv_transfer_params, gated in serveGeneration
+	controlText    bool            // decode control tokens as their text (a tool-call parser reads them)
 	// n choices per prompt, chosen from bestOf generated (choices.go).
 	n, bestOf int
 	// newConstraint makes a fresh structured-output constraint for each
@@ -194,9 +197,8 @@ func (r *completionRequest) params(modelID string, maxContext int) (genParams, *
 	if !r.Prompt.set {
 		return p, invalid("prompt", "missing_field", `field "prompt" is required`)
 	}
-	if r.Echo && r.Logprobs != nil {
-		return p, invalid("echo", "unsupported_value", "echo with logprobs is not supported: prompt logprobs are not computed")
-	}
+	// echo with logprobs scores the prompt too (engine PromptLogprobs).
+	p.promptLogprobs = r.Echo && r.Logprobs != nil
 	if r.Suffix != nil && *r.Suffix != "" {
 		return p, invalid("suffix", "unsupported_value", "suffix is not supported")
 	}

@@ -21,7 +21,7 @@ type admission struct {
 // refuses it: *ContextLengthError for an oversized prompt, ErrInvalidRequest
 // for a malformed one.
 func (a admission) admit(id uint64, req Request, prefillOnly bool) (*SubmitMsg, error) {
-	if err := a.validate(req); err != nil {
+	if err := a.validate(req, prefillOnly); err != nil {
 		return nil, err
 	}
 	stopSet := slices.Clone(req.StopTokens)
@@ -33,7 +33,7 @@ func (a admission) admit(id uint64, req Request, prefillOnly bool) (*SubmitMsg, 
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	adm, err := sched.Admit(sched.Request{
-		ID: id, Tenant: req.Tenant, Salt: string(req.CacheSalt), PrefillOnly: prefillOnly,
+		ID: id, Tenant: req.Tenant, Salt: string(req.CacheSalt), PrefillOnly: prefillOnly, OwnPrefix: req.PromptLogprobs,
 		Prompt: slices.Clone(req.Prompt), MaxTokens: req.MaxTokens, Stop: stopSet,
 	}, a.limits)
 	if err != nil {
@@ -46,7 +46,7 @@ func (a admission) admit(id uint64, req Request, prefillOnly bool) (*SubmitMsg, 
 	return &SubmitMsg{ID: id, Req: req, Adm: adm, Sampler: smp, StopSet: stopSet}, nil
 }
 
-func (a admission) validate(req Request) error {
+func (a admission) validate(req Request, prefillOnly bool) error {
 	switch {
 	case len(req.Prompt) == 0:
 		return fmt.Errorf("%w: the prompt is empty", ErrInvalidRequest)
@@ -54,6 +54,8 @@ func (a admission) validate(req Request) error {
 		return fmt.Errorf("%w: max tokens %d must be at least 1", ErrInvalidRequest, req.MaxTokens)
 	case req.TopLogprobs < 0 || req.TopLogprobs > 20:
 		return fmt.Errorf("%w: top logprobs %d must be in [0, 20]", ErrInvalidRequest, req.TopLogprobs)
+	case req.PromptLogprobs && prefillOnly:
+		return fmt.Errorf("%w: prompt logprobs on a prefill-only request: its logits are never sampled", ErrInvalidRequest)
 	}
 	for i, t := range req.Prompt {
 		if t < 0 || int(t) >= a.cfg.VocabSize {

@@ -53,6 +53,9 @@ type job struct {
 	transferring bool
 	// pinned: prefill side, handoff delivered before its last chunk ran.
 	pinned bool
+	// prompt collects a PromptLogprobs request's prompt scores until its
+	// first token carries them.
+	prompt []PromptLogprob
 }
 
 // NewMachine builds a machine over pool. layered says the forwarder

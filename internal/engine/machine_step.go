@@ -57,7 +57,11 @@ func (m *Machine) fillBatch(plan *sched.Plan) error {
 		if !it.Verified.Covers(it.Pos, len(it.Tokens)) {
 			return fmt.Errorf("request %d: pages for positions [%d, %d) not verified by the ownership check", it.ID, it.Pos, it.Pos+len(it.Tokens))
 		}
-		b.Seqs = append(b.Seqs, model.Seq{Tokens: it.Tokens, Pos: it.Pos, Pages: it.Verified.Pages()})
+		seq := model.Seq{Tokens: it.Tokens, Pos: it.Pos, Pages: it.Verified.Pages()}
+		if j := m.jobs[it.ID]; j != nil && j.req.PromptLogprobs && it.Pos+len(it.Tokens) <= len(j.req.Prompt) {
+			seq.AllLogits = true // a prompt chunk: every position is scored
+		}
+		b.Seqs = append(b.Seqs, seq)
 		b.IDs = append(b.IDs, it.ID)
 	}
 	if !m.layered {
@@ -107,10 +111,20 @@ func (m *Machine) stepResult(msg *StepResultMsg) {
 	default:
 		for i, it := range plan.Items {
 			j := m.jobs[it.ID]
-			if !it.Sample || j == nil {
+			if j == nil {
 				continue
 			}
-			ev := sampleToken(j, msg.Logits[i])
+			logits := msg.Logits[i]
+			if m.batch.Seqs[i].AllLogits {
+				logits = j.scorePrompt(it.Pos, logits, len(it.Tokens))
+			}
+			if !it.Sample {
+				continue
+			}
+			ev := sampleToken(j, logits)
+			if j.req.PromptLogprobs {
+				ev.Prompt, j.prompt = j.prompt, nil
+			}
 			m.sampled[i] = ev.Token
 			m.pending[it.ID] = ev
 		}
@@ -127,6 +141,31 @@ func (m *Machine) stepResult(msg *StepResultMsg) {
 		m.deliver(u, ev)
 	}
 	clear(m.pending)
+}
+
+// scorePrompt records the scores of the prompt tokens that follow the
+// chunk's positions [pos, pos+n), from their rows of logits (AllLogits),
+// and returns the last row, the one a sample is drawn from. Recomputing a
+// chunk after preemption writes the same scores again.
+func (j *job) scorePrompt(pos int, logits []float32, n int) []float32 {
+	v := len(logits) / n
+	if j.prompt == nil {
+		j.prompt = make([]PromptLogprob, len(j.req.Prompt))
+	}
+	for r := range n {
+		next := pos + r + 1
+		if next >= len(j.req.Prompt) {
+			break
+		}
+		row := logits[r*v : (r+1)*v]
+		tok := j.req.Prompt[next]
+		pl := PromptLogprob{Logprob: float32(sample.LogSoftmax(row, tok))}
+		for _, c := range sample.TopLogprobs(row, j.req.TopLogprobs) {
+			pl.Top = append(pl.Top, TokenLogprob{Token: c.ID, Logprob: float32(c.Logprob)})
+		}
+		j.prompt[next] = pl
+	}
+	return logits[(n-1)*v:]
 }
 
 // sampleToken draws j's next token from logits and its log-probabilities.

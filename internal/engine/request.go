@@ -30,6 +30,11 @@ type Request struct {
 	// of generation tokens unless IgnoreEOS).
 	StopTokens []int32
 	IgnoreEOS  bool
+	// PromptLogprobs asks for the log-probability of every prompt token
+	// after the first (and TopLogprobs alternatives), as echo with logprobs
+	// needs. Such a request computes its whole prompt itself: the prefix
+	// cache is not consulted, since a cached position has no logits.
+	PromptLogprobs bool
 }
 
 // Sampling holds the sampler settings. Temperature 0 is greedy.
@@ -61,6 +66,13 @@ type TokenLogprob struct {
 	Logprob float32
 }
 
+// PromptLogprob scores one prompt token: its log-probability and the
+// most likely alternatives at its position.
+type PromptLogprob struct {
+	Logprob float32
+	Top     []TokenLogprob
+}
+
 // FinishReason says why generation ended.
 type FinishReason string
 
@@ -84,6 +96,10 @@ type Event struct {
 	Token       int32
 	Logprob     float32
 	TopLogprobs []TokenLogprob
+	// Prompt is set on the first token's event of a PromptLogprobs
+	// request: entry i scores prompt token i given the ones before it
+	// (entry 0, the first token, has no context and is zero).
+	Prompt []PromptLogprob
 	// Finish is set on the last event of a successful request.
 	Finish *Finish
 	// Err is set on the last event of a failed request (aborted, internal

@@ -36,6 +36,10 @@ func (e *Engine) Reserve(ctx context.Context, req Request) (*Reservation, error)
 	if len(req.Prompt) < 2 {
 		return nil, fmt.Errorf("%w: a transferred prompt needs at least 2 tokens", ErrInvalidRequest)
 	}
+	if req.PromptLogprobs {
+		// The prompt's KV arrives computed: no logits to score it with.
+		return nil, fmt.Errorf("%w: prompt logprobs cannot be computed for a prompt whose KV is transferred", ErrInvalidRequest)
+	}
 	st := &stream{events: make(chan Event, req.MaxTokens+1), reply: make(chan reserveReply, 1)}
 	if err := e.open(ctx, msg.ID, &ReserveMsg{SubmitMsg: *msg}, st); err != nil {
 		return nil, err

@@ -114,3 +114,18 @@ func TestDriftWithNoOtherPairIsRetryableNotInternal(t *testing.T) {
 	pre.drained(t)
 	drifted.drained(t)
 }
+
+// TestPromptLogprobsAreRefusedAtTheGateway: echo with logprobs needs the
+// prompt's logits, which no worker of a split keeps; the gateway refuses it
+// before any worker hears of it.
+func TestPromptLogprobsAreRefusedAtTheGateway(t *testing.T) {
+	pre, dec := startWorker(t, worker.Prefill, smallPool), startWorker(t, worker.Decode, smallPool)
+	g := newGateway(t, []*node{pre}, []*node{dec})
+	_, err := g.Submit(context.Background(), engine.Request{Prompt: make([]int32, 20), MaxTokens: 2, PromptLogprobs: true})
+	if !errors.Is(err, engine.ErrInvalidRequest) || !strings.Contains(err.Error(), "echo with logprobs") {
+		t.Fatalf("prompt logprobs through the gateway: %v", err)
+	}
+	if pre.hits.Load()+dec.hits.Load() != 0 {
+		t.Error("a worker heard of a request the gateway refuses")
+	}
+}

@@ -64,6 +64,10 @@ func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan en
 		return nil, lengthErr
 	case req.MaxTokens < 1:
 		return nil, fmt.Errorf("%w: max tokens %d must be at least 1", engine.ErrInvalidRequest, req.MaxTokens)
+	case req.PromptLogprobs:
+		// The prefill worker computes the prompt and samples nothing; the
+		// decode worker receives it as KV, with no logits to score.
+		return nil, fmt.Errorf("%w: echo with logprobs is not supported through the gateway: the prompt is computed on the prefill worker, which keeps no logits (use bulkhead serve)", engine.ErrInvalidRequest)
 	}
 	spec, err := constraintSpec(req) // structured.go
 	if err != nil {

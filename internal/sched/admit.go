@@ -64,6 +64,9 @@ type Request struct {
 	// nothing. The decode worker runs the last prompt token itself, which
 	// yields the logits of the first output token.
 	PrefillOnly bool
+	// OwnPrefix skips the prefix cache: every prompt position is computed
+	// by this request (prompt log-probabilities need each one's logits).
+	OwnPrefix bool
 }
 
 // Limits are what admission checks a request against.

@@ -89,6 +89,10 @@ func (s *Scheduler) start(q *seq) error {
 	if incident.Active().SkipPrefixCache() {
 		return nil // freed pages go straight back to the free list
 	}
+	if q.req.OwnPrefix {
+		q.started = true
+		return nil
+	}
 	n, err := s.pool.MatchPrefix(q.pt, q.req.Salt, q.tokens)
 	if err != nil {
 		return fmt.Errorf("sched: request %d: %w", q.req.ID, err)

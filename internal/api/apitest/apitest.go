@@ -181,6 +181,14 @@ func (e *FakeEngine) stream(ctx context.Context, req engine.Request, ch chan<- e
 		if req.Logprobs {
 			ev.TopLogprobs = []engine.TokenLogprob{{Token: id, Logprob: -0.5}, {Token: 'z' + 3, Logprob: -1.5}}[:min(req.TopLogprobs, 2)]
 		}
+		if n == 0 && req.PromptLogprobs {
+			// Prompt token i scores −0.25·i, so a test can tell them apart.
+			ev.Prompt = make([]engine.PromptLogprob, len(req.Prompt))
+			for i := 1; i < len(req.Prompt); i++ {
+				ev.Prompt[i] = engine.PromptLogprob{Logprob: -0.25 * float32(i),
+					Top: []engine.TokenLogprob{{Token: req.Prompt[i], Logprob: -0.25 * float32(i)}}[:min(req.TopLogprobs, 1)]}
+			}
+		}
 		if !send(ev) {
 			return
 		}
