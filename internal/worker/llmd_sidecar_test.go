@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"bufio"
+	"context"
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
@@ -80,4 +82,27 @@ func TestLLMDSidecarListenerAndHealth(t *testing.T) {
 	if _, err := old.Get(c.sidecar + "/health"); err == nil {
 		t.Error("a TLS 1.2 client was served")
 	}
+}
+
+// A tenant that hangs up mid-stream leaves nothing behind: every page and
+// handle comes back (that each leg is cancelled is internal/llmdproxy's
+// TestSidecarClientDisconnectCancelsLegs).
+func TestLLMDSidecarClientDisconnectFreesPools(t *testing.T) {
+	c := newLLMDCluster(t, LLMDConfig{})
+	body := `{"prompt":"hang up after the first token, hang up after the first token","max_tokens":400,"temperature":0,"stream":true}`
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.sidecar+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer acme-key")
+	req.Header.Set("x-prefiller-host-port", c.preAddr)
+	resp, err := c.tenant.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first event %q %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	c.drained(t)
 }
