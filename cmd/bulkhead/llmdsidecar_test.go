@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +87,68 @@ func TestLLMDSidecarCommandServes(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("sidecar did not stop")
+	}
+}
+
+// The four processes as an operator runs them (docs/DEPLOY.md, llm-d):
+// prefill and decode workers with certificates, `bulkhead llmd-sidecar`
+// with the router certificate, and serve for reference. Two tenants'
+// canaries through the sidecar answer what serve answers, streamed or
+// not; a tenant's forged params are refused.
+func TestLLMDSidecarProcessesEqualServe(t *testing.T) {
+	bin := binary(t, "")
+	dir := clusterCerts(t, bin, "--llmd-routers")
+	keys := []string{"sk-llmd-acme-0123456789", "sk-llmd-globex-0123456789"}
+	tenants := tenantsFile(t, keys...)
+	pool := []string{"--threads", "1", "--max-context", "512", "--kv-tokens", "2048", "--log-level", "warn"}
+	pre := start(t, bin, append([]string{"worker", "--role", "prefill", "--llmd", "--tenants", tenants, "--listen", "127.0.0.1:0",
+		"--tls-dir", filepath.Join(dir, "prefill-0")}, pool...)...)
+	dec := start(t, bin, append([]string{"worker", "--role", "decode", "--llmd", "--tenants", tenants, "--listen", "127.0.0.1:0",
+		"--kv-listen", "127.0.0.1:0", "--tls-dir", filepath.Join(dir, "decode-0")}, pool...)...)
+	sc := start(t, bin, "llmd-sidecar", "--listen", "127.0.0.1:0", "--decode", dec.addr, "--tls-dir", filepath.Join(dir, "router-0"), "--log-level", "warn")
+	ref := start(t, bin, append([]string{"serve", "--tenants", tenants, "--listen", "127.0.0.1:0"}, pool...)...)
+	if !sc.tls {
+		t.Fatalf("sidecar announced plaintext:\n%s", sc.output())
+	}
+	ca, err := certs.Load(certs.InDir(filepath.Join(dir, "router-0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Roots}}}
+	ask := func(url, key, body string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	unstable := regexp.MustCompile(`"(id|created)":("[^"]*"|[0-9]+)|"cached_tokens":[0-9]+`)
+	hdr := map[string]string{"x-prefiller-host-port": pre.addr}
+	for _, key := range keys {
+		for _, b := range []string{
+			`{"prompt":"canary-` + key[8:12] + `: the quick brown fox, the quick","max_tokens":10,"temperature":0,"logprobs":2}`,
+			`{"prompt":"canary-` + key[8:12] + `: streamed, streamed","max_tokens":10,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`,
+		} {
+			ws, want := ask(ref.url(), key, b, nil)
+			gs, got := ask(sc.url(), key, b, hdr)
+			if ws != 200 || gs != 200 || unstable.ReplaceAllString(want, "") != unstable.ReplaceAllString(got, "") {
+				t.Errorf("%s:\nsidecar %d %s\nserve   %d %s", b, gs, got, ws, want)
+			}
+		}
+	}
+	// A tenant's params on the decode-only path name the real prefill pod
+	// and a made-up handle: refused there, by the handle.
+	host, port, _ := strings.Cut(pre.addr, ":")
+	forged := `{"prompt":"x y","max_tokens":2,"kv_transfer_params":{"do_remote_prefill":true,"remote_host":"` + host + `","remote_port":` + port + `,"bulkhead_handle":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","bulkhead_handoff_tokens":3}}`
+	if code, body := ask(sc.url(), keys[0], forged, nil); code != 400 || !strings.Contains(body, `"param":"kv_transfer_params"`) || !strings.Contains(body, "unknown, already used or expired") {
+		t.Errorf("forged params through the sidecar: %d %s", code, body)
 	}
 }
