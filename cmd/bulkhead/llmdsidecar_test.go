@@ -152,3 +152,34 @@ func TestLLMDSidecarProcessesEqualServe(t *testing.T) {
 		t.Errorf("forged params through the sidecar: %d %s", code, body)
 	}
 }
+
+// --secure-proxy=false serves plain HTTP while keeping the router
+// certificate for the legs.
+func TestLLMDSidecarPlainListener(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := certs.WriteCluster(dir, certs.ClusterSpec{Decode: 1, Routers: true}); err != nil {
+		t.Fatal(err)
+	}
+	var o sidecarOptions
+	fs := newFlags("llmd-sidecar", "", &bytes.Buffer{})
+	o.register(fs)
+	if err := fs.Parse([]string{"--listen", "127.0.0.1:0", "--secure-proxy=false", "--tls-dir", filepath.Join(dir, "router-0"), "--log-level", "warn"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- runSidecarProcess(ctx, o, &bytes.Buffer{}, func(u string) { urls <- u }) }()
+	var url string
+	select {
+	case url = <-urls:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	resp, err := http.Get(url + "/health")
+	if err != nil || resp.StatusCode != 200 || !strings.HasPrefix(url, "http://") || resp.TLS != nil {
+		t.Fatalf("plain listener %s: %v %v", url, resp, err)
+	}
+	resp.Body.Close()
+}
