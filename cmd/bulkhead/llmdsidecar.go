@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bulkhead-llm/bulkhead/internal/certs"
 	"github.com/bulkhead-llm/bulkhead/internal/llmdproxy"
 )
 
@@ -87,9 +86,6 @@ func runSidecarProcess(ctx context.Context, o sidecarOptions, stderr io.Writer, 
 	}
 	if o.secure && creds == nil {
 		return &exitCode{2, fmt.Errorf("--secure-proxy needs the router certificate (--tls-dir, or --tls-cert, --tls-key and --tls-ca); or --secure-proxy=false")}
-	}
-	if creds != nil && creds.Identity.Role != certs.RoleRouter {
-		return &exitCode{2, fmt.Errorf("%s is not a router certificate: issue spiffe://bulkhead/router/<decode-pod> (bulkhead certs --llmd-routers)", creds.Identity)}
 	}
 	p, err := llmdproxy.New(llmdproxy.Config{Decode: o.decode, Creds: creds, MaxBodyBytes: int64(o.maxBody),
 		PrefillTimeout: o.prefillTimeout, DecodeTimeout: o.decodeTimeout, Logger: logger})

@@ -33,8 +33,17 @@ func TestLLMDSidecarRefusesWhatCannotWork(t *testing.T) {
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		var out, errOut bytes.Buffer
-		if code := run(append([]string{"llmd-sidecar", "--listen", "127.0.0.1:0"}, c.args...), &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.want) {
-			t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, errOut.String(), c.want)
+		codes := make(chan int, 1)
+		go func() {
+			codes <- run(append([]string{"llmd-sidecar", "--listen", "127.0.0.1:0"}, c.args...), &out, &errOut)
+		}()
+		select {
+		case code := <-codes:
+			if code != 2 || !strings.Contains(errOut.String(), c.want) {
+				t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, errOut.String(), c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%v: started serving; want a refusal naming %q", c.args, c.want)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func New(cfg Config) (*Proxy, error) {
 	pt, dt := transport(), transport()
 	if c := cfg.Creds; c != nil {
 		if c.Identity.Role != certs.RoleRouter {
-			return nil, fmt.Errorf("llmdproxy: certificate %s is not a router certificate (spiffe://bulkhead/router/<decode-pod>)", c.Identity)
+			return nil, fmt.Errorf("llmdproxy: certificate %s is not a router certificate: issue spiffe://bulkhead/router/<decode-pod> (bulkhead certs --llmd-routers)", c.Identity)
 		}
 		p.scheme = "https"
 		pt.TLSClientConfig = c.ClientConfig(certs.Role(certs.RolePrefill))
