@@ -32,7 +32,15 @@ var modes = map[string]map[string]any{
 		"tls":     map[string]any{"existingSecret": "bulkhead-tls"},
 		"model": map[string]any{"path": "/models/m.gguf", "weightsBytes": 1 << 30,
 			"volume": map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "models"}}}},
+	"llmd": llmdValues,
 }
+
+// llmdValues: llm-d's EPP in front of prefill and decode pods, bulkhead's
+// sidecar on each decode pod.
+var llmdValues = map[string]any{"mode": "disaggregated",
+	"tenants": map[string]any{"toml": "[[tenant]]\nid = \"acme\"\napi_key_sha256 = [\"00\"]\n"},
+	"llmd": map[string]any{"sidecar": true, "certs": map[string]any{
+		"prefillSecret": "bh-prefill-certs", "decodeSecret": "bh-decode-certs", "routerSecret": "bh-router-certs"}}}
 
 // render runs the chart through Helm's engine as `helm template` does.
 func render(t *testing.T, vals map[string]any) map[string]string {
@@ -165,13 +173,15 @@ func TestChartRendersValidObjects(t *testing.T) {
 					"InferencePool": 1, "InferenceObjective": 1, "ConfigMap": 1},
 				"disaggregated": {"Deployment": 1, "StatefulSet": 2, "Service": 3, "PodDisruptionBudget": 3,
 					"NetworkPolicy": 3, "InferencePool": 1, "InferenceObjective": 1, "ConfigMap": 1, "Secret": 1},
+				"llmd": {"Deployment": 0, "StatefulSet": 2, "Service": 3, "PodDisruptionBudget": 2,
+					"NetworkPolicy": 2, "InferencePool": 1, "InferenceObjective": 1, "ConfigMap": 1, "Secret": 1},
 			}[mode]
 			for k, n := range want {
 				if counts[k] != n {
 					t.Errorf("%d %s objects, want %d", counts[k], k, n)
 				}
 			}
-			if mode == "disaggregated" {
+			if mode != "aggregated" {
 				roles := map[string]string{}
 				for _, s := range sets {
 					roles[s.Name] = s.Spec.Template.Labels["llm-d.ai/role"]
@@ -199,7 +209,7 @@ func checkPod(t *testing.T, mode string, p corev1.PodTemplateSpec) {
 			t.Errorf("%s: no startup probe", c.Name)
 		}
 		sub := c.Args[0]
-		if sub != "gateway" {
+		if sub != "gateway" && sub != "llmd-sidecar" {
 			// 300 s of model load at 5 s a probe, and memory = weights + KV + overhead.
 			if c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold < 300 {
 				t.Errorf("%s: startup probe allows %d s, want >= 300 for model load", c.Name, c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold)
@@ -302,19 +312,4 @@ func checkEPPConfig(cfg string) error {
 		return fmt.Errorf("%d metric specs, want queue, running, KV usage and cache info", specs)
 	}
 	return nil
-}
-
-func TestChartRefusesTheLLMDSidecar(t *testing.T) {
-	ch, err := loader.Load("helm/bulkhead")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rv, err := chartutil.ToRenderValues(ch, map[string]any{"mode": "disaggregated", "llmd": map[string]any{"sidecar": true}},
-		chartutil.ReleaseOptions{Name: "rel", Namespace: "inference"}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.Render(ch, rv); err == nil || !strings.Contains(err.Error(), "kv_transfer_params") {
-		t.Fatalf("rendering with the llm-d sidecar: %v, want a refusal naming kv_transfer_params", err)
-	}
 }

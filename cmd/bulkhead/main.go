@@ -33,6 +33,7 @@ var commands = []command{
 	{"audit", "probe an OpenAI-compatible server for context-length and cross-tenant leaks", runAudit},
 	{"worker", "run a prefill or decode worker (disaggregated mode)", runWorker},
 	{"gateway", "route requests to prefill and decode workers", runGateway},
+	{"llmd-sidecar", "llm-d's routing sidecar for a decode pod, over mutual TLS with a router certificate", runLLMDSidecar},
 	{"certs", "write a cluster CA and per-role mutual-TLS certificates", runCerts},
 	{"demo", "start a gateway, a prefill and a decode worker locally and send requests", runDemo},
 }
@@ -81,7 +82,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `run "bulkhead COMMAND -h" for the flags of a command`)

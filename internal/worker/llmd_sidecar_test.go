@@ -2,186 +2,107 @@ package worker
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
-	"io"
+	"context"
+	"crypto/tls"
 	"net/http"
-	"time"
+	"net/http/httptest"
+	"strings"
+	"testing"
 
 	"github.com/bulkhead-llm/bulkhead/internal/certs"
+	"github.com/bulkhead-llm/bulkhead/internal/llmdproxy"
 )
 
-// standInSidecar behaves as llm-d's routing sidecar (cmd/pd-sidecar,
-// nixlv2 connector) does on a decode pod, written from the protocol as
-// /work/shared/k8s/README.md §(b) describes it, not from its code:
-//
-//   - A POST to a generation route with x-prefiller-host-port goes first
-//     to that prefill pod: same path and headers (Authorization included,
-//     x-request-id with a fresh value appended), the body with
-//     kv_transfer_params replaced by {do_remote_decode: true, ...null},
-//     max_tokens, max_completion_tokens and min_tokens 1, stream false and
-//     no stream_options.
-//   - A non-2xx prefill answer goes to the client as it is (status,
-//     headers, body): there is no decode-only fallback. An unreachable
-//     prefill pod is a 502 with no body.
-//   - Otherwise the original body, with kv_transfer_params set to the
-//     prefill reply's object verbatim (null if it had none), goes to the
-//     local decode server, and its answer streams to the client with
-//     usage.prompt_tokens_details.cached_tokens set to prefill's count.
-//   - Without the header the request is proxied to decode untouched,
-//     client kv_transfer_params included (the real sidecar does the same).
-//
-// Its client certificate (router role) is what makes the workers accept
-// kv_transfer_params.
-type standInSidecar struct {
-	decode string // base URL of the local decode worker
-	client *http.Client
-}
-
-func newStandInSidecar(decodeURL string, creds *certs.Credentials) *standInSidecar {
-	tr := &http.Transport{}
-	if creds != nil {
-		tr.TLSClientConfig = creds.ClientConfig(func(certs.Identity) error { return nil })
-	}
-	return &standInSidecar{decode: decodeURL, client: &http.Client{Transport: tr, Timeout: 2 * time.Minute}}
-}
-
-func (s *standInSidecar) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodGet && r.URL.Path == "/health" {
-		rw.WriteHeader(http.StatusOK) // answered by the sidecar itself
-		return
-	}
-	prefiller := r.Header.Get("x-prefiller-host-port")
-	r.Header.Del("x-prefiller-host-port")
-	raw, err := io.ReadAll(r.Body)
+// startSidecar runs bulkhead's llm-d sidecar (internal/llmdproxy, what
+// `bulkhead llmd-sidecar` serves) in front of the decode worker at
+// decodeURL. With creds it presents the router certificate on both legs
+// and serves TLS 1.3 with it, as the command does by default; the
+// returned client is a tenant's, trusting the cluster CA. Without creds
+// everything is plain HTTP (--secure-proxy=false, workers trusting
+// loopback).
+func startSidecar(t *testing.T, decodeURL string, creds *certs.Credentials) (string, *http.Client) {
+	t.Helper()
+	p, err := llmdproxy.New(llmdproxy.Config{Decode: hostPort(decodeURL), Creds: creds, Logger: quiet()})
 	if err != nil {
-		http.Error(rw, err.Error(), http.StatusBadRequest)
-		return
+		t.Fatal(err)
 	}
-	if prefiller == "" || r.Method != http.MethodPost {
-		s.forward(rw, r, s.decode, raw, nil)
-		return
+	if creds == nil {
+		s := httptest.NewServer(p)
+		t.Cleanup(s.Close)
+		return s.URL, &http.Client{}
 	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		rw.WriteHeader(http.StatusBadRequest)
-		rw.Write([]byte(`{"object":"error","message":"bad request body","type":"BadRequestError","code":400}`))
-		return
+	s := httptest.NewUnstartedServer(p)
+	s.TLS = &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{creds.Cert}}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s.URL, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: creds.Roots, MinVersion: tls.VersionTLS13}}}
+}
+
+func hostPort(url string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(url, "https://"), "http://")
+}
+
+// A tenant's own kv_transfer_params on the prefill/decode path never
+// travel: the sidecar replaces them on the prefill leg and hands decode
+// only what prefill returned, so the answer is serve's.
+func TestLLMDSidecarReplacesClientKVTransferParams(t *testing.T) {
+	c := newLLMDCluster(t, LLMDConfig{})
+	const base = `{"prompt":"replace what the client claims, replace what","max_tokens":6,"temperature":0,"logprobs":1`
+	forged := base + `,"kv_transfer_params":{"do_remote_prefill":true,"remote_host":"10.9.9.9","remote_port":1,"bulkhead_handle":"AAAA"}}`
+	want := parseOutcome(t, post(t, c.tenant, c.serve+"/v1/completions", "acme-key", nil, base+"}"), false)
+	got := parseOutcome(t, post(t, c.tenant, c.sidecar+"/v1/completions", "acme-key", map[string]string{"x-prefiller-host-port": c.preAddr}, forged), false)
+	if got != want {
+		t.Errorf("with a client's kv_transfer_params: got %+v, want %+v", got, want)
 	}
-	pre := make(map[string]any, len(body))
-	for k, v := range body {
-		pre[k] = v
+	if n := c.pre.RejectedHandoffs() + c.dec.RejectedHandoffs(); n != 0 {
+		t.Errorf("%d handoffs refused; the forged params reached a worker", n)
 	}
-	pre["kv_transfer_params"] = map[string]any{"do_remote_decode": true, "do_remote_prefill": false,
-		"remote_engine_id": nil, "remote_block_ids": nil, "remote_host": nil, "remote_port": nil}
-	pre["max_tokens"], pre["max_completion_tokens"], pre["min_tokens"] = 1, 1, 1
-	pre["stream"] = false
-	delete(pre, "stream_options")
-	pb, _ := json.Marshal(pre)
-	preq, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, s.scheme()+"://"+prefiller+r.URL.Path, bytes.NewReader(pb))
-	preq.Header = r.Header.Clone()
-	preq.Header.Add("x-request-id", "stand-in-"+time.Now().Format("150405.000000"))
-	preq.Header.Set("Content-Type", "application/json")
-	presp, err := s.client.Do(preq)
+	c.drained(t)
+}
+
+// The sidecar's listener answers only TLS 1.3 with the router certificate,
+// and /health without asking decode.
+func TestLLMDSidecarListenerAndHealth(t *testing.T) {
+	c := newLLMDCluster(t, LLMDConfig{})
+	resp, err := c.tenant.Get(c.sidecar + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/health: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if resp.TLS == nil || resp.TLS.Version != tls.VersionTLS13 || len(resp.TLS.PeerCertificates) == 0 {
+		t.Fatalf("/health not served over TLS 1.3: %+v", resp.TLS)
+	}
+	if id, err := certs.IdentityOf(resp.TLS.PeerCertificates[0]); err != nil || id != (certs.Identity{Role: certs.RoleRouter, Name: "decode-0"}) {
+		t.Errorf("sidecar serves as %v (%v), want its router certificate", id, err)
+	}
+	if n := c.decodeCalls.Load(); n != 0 {
+		t.Errorf("/health reached the decode worker %d times", n)
+	}
+	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.ca.creds(certs.RoleRouter, "x").Roots, MaxVersion: tls.VersionTLS12}}}
+	if _, err := old.Get(c.sidecar + "/health"); err == nil {
+		t.Error("a TLS 1.2 client was served")
+	}
+}
+
+// A tenant that hangs up mid-stream leaves nothing behind: every page and
+// handle comes back (that each leg is cancelled is internal/llmdproxy's
+// TestSidecarClientDisconnectCancelsLegs).
+func TestLLMDSidecarClientDisconnectFreesPools(t *testing.T) {
+	c := newLLMDCluster(t, LLMDConfig{})
+	body := `{"prompt":"hang up after the first token, hang up after the first token","max_tokens":400,"temperature":0,"stream":true}`
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.sidecar+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer acme-key")
+	req.Header.Set("x-prefiller-host-port", c.preAddr)
+	resp, err := c.tenant.Do(req)
 	if err != nil {
-		rw.WriteHeader(http.StatusBadGateway)
-		return
+		t.Fatal(err)
 	}
-	defer presp.Body.Close()
-	prb, _ := io.ReadAll(presp.Body)
-	if presp.StatusCode < 200 || presp.StatusCode > 299 {
-		for k, v := range presp.Header {
-			rw.Header()[k] = v
-		}
-		rw.WriteHeader(presp.StatusCode)
-		rw.Write(prb)
-		return
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first event %q %v", line, err)
 	}
-	var reply struct {
-		KV    json.RawMessage `json:"kv_transfer_params"`
-		Usage struct {
-			Details struct {
-				Cached int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
-	}
-	json.Unmarshal(prb, &reply)
-	if len(reply.KV) == 0 {
-		reply.KV = json.RawMessage("null")
-	}
-	body["kv_transfer_params"] = reply.KV
-	db, _ := json.Marshal(body)
-	cached := reply.Usage.Details.Cached
-	s.forward(rw, r, s.decode, db, &cached)
-}
-
-func (s *standInSidecar) scheme() string {
-	if s.client.Transport.(*http.Transport).TLSClientConfig != nil {
-		return "https"
-	}
-	return "http"
-}
-
-// forward sends body to the decode server and copies its answer, line by
-// line so a stream flows, rewriting cached_tokens when cached is set.
-func (s *standInSidecar) forward(rw http.ResponseWriter, r *http.Request, base string, body []byte, cached *int) {
-	req, _ := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.RequestURI(), bytes.NewReader(body))
-	req.Header = r.Header.Clone()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		rw.WriteHeader(http.StatusServiceUnavailable)
-		rw.Write([]byte(`{"object":"error","message":"The decode node is not ready","type":"ServiceUnavailable","code":503}`))
-		return
-	}
-	defer resp.Body.Close()
-	for k, v := range resp.Header {
-		if k != "Content-Length" {
-			rw.Header()[k] = v
-		}
-	}
-	rw.WriteHeader(resp.StatusCode)
-	fl, _ := rw.(http.Flusher)
-	br := bufio.NewReader(resp.Body)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			if cached != nil {
-				line = rewriteCached(line, *cached)
-			}
-			rw.Write(line)
-			if fl != nil {
-				fl.Flush()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// rewriteCached sets usage.prompt_tokens_details.cached_tokens in a JSON
-// body or an SSE data line that has a usage object.
-func rewriteCached(line []byte, cached int) []byte {
-	trimmed := bytes.TrimRight(line, "\r\n")
-	prefix, payload := "", trimmed
-	if p, ok := bytes.CutPrefix(trimmed, []byte("data: ")); ok {
-		prefix, payload = "data: ", p
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(payload, &obj) != nil || len(obj["usage"]) == 0 || string(obj["usage"]) == "null" {
-		return line
-	}
-	var usage map[string]any
-	if json.Unmarshal(obj["usage"], &usage) != nil {
-		return line
-	}
-	details, _ := usage["prompt_tokens_details"].(map[string]any)
-	if details == nil {
-		details = map[string]any{}
-	}
-	details["cached_tokens"] = cached
-	usage["prompt_tokens_details"] = details
-	obj["usage"], _ = json.Marshal(usage)
-	out, _ := json.Marshal(obj)
-	return append([]byte(prefix+string(out)), line[len(trimmed):]...)
+	cancel()
+	resp.Body.Close()
+	c.drained(t)
 }

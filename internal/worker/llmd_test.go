@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ import (
 	"github.com/bulkhead-llm/bulkhead/internal/tenant"
 )
 
-// llmdCluster is a prefill pod, a decode pod with the stand-in sidecar in
+// llmdCluster is a prefill pod, a decode pod with bulkhead's sidecar in
 // front of it, and `serve` over the same model for reference, on loopback.
 type llmdCluster struct {
 	ca            *testCA
@@ -30,6 +31,7 @@ type llmdCluster struct {
 	decURL        string
 	decodeCalls   atomic.Int64
 	sidecar       string
+	tenant        *http.Client // a tenant's client: trusts the cluster CA (the sidecar's TLS listener)
 	serve         string
 	router        *http.Client // the sidecar's own client, for hand-made legs
 	preEng, refEn *engine.Engine
@@ -119,9 +121,7 @@ func newLLMDCluster(t *testing.T, lc LLMDConfig) *llmdCluster {
 	c.dec, dec, _ = startLLMDWorker(t, Decode, c.ca.creds(certs.RoleDecode, "decode-0"), lc, &c.decodeCalls)
 	c.preAddr, c.decURL = pre.Listener.Addr().String(), dec.URL
 	routerCreds := c.ca.creds(certs.RoleRouter, "decode-0")
-	sc := httptest.NewServer(newStandInSidecar(dec.URL, routerCreds))
-	t.Cleanup(sc.Close)
-	c.sidecar = sc.URL
+	c.sidecar, c.tenant = startSidecar(t, dec.URL, routerCreds)
 	c.router = clientWith(routerCreds)
 
 	m, eng := llmdEngine0(t)
@@ -254,12 +254,12 @@ func canaryBodies(prompt string) map[string]string {
 	}
 }
 
-// Canary prompts of two tenants through prefill pod, stand-in sidecar and
+// Canary prompts of two tenants through prefill pod, sidecar and
 // decode pod answer exactly what serve answers, streaming or not, and every
 // page and handle is released afterwards.
 func TestLLMDThroughSidecarEqualsServe(t *testing.T) {
 	c := newLLMDCluster(t, LLMDConfig{})
-	plain := &http.Client{}
+	plain := c.tenant
 	hdr := map[string]string{"x-prefiller-host-port": c.preAddr}
 	var n atomic.Int64
 	t.Run("tenants", func(t *testing.T) { // both tenants at once, so their legs interleave
@@ -273,10 +273,14 @@ func TestLLMDThroughSidecarEqualsServe(t *testing.T) {
 							if stream {
 								b = body + `,"stream":true,"stream_options":{"include_usage":true}}`
 							}
-							want := parseOutcome(t, post(t, plain, c.serve+path, key, nil, b), stream)
-							got := parseOutcome(t, post(t, plain, c.sidecar+path, key, hdr, b), stream)
+							wantR := post(t, plain, c.serve+path, key, nil, b)
+							gotR := post(t, plain, c.sidecar+path, key, hdr, b)
+							want, got := parseOutcome(t, wantR, stream), parseOutcome(t, gotR, stream)
 							if got != want || want.Output == 0 || want.Logprobs == "" {
 								t.Errorf("%s stream=%v %q:\n got %+v\nwant %+v", path, stream, prompt[:20], got, want)
+							}
+							if w, g := comparable(wantR.body), comparable(gotR.body); w != g {
+								t.Errorf("%s stream=%v %q: bodies differ beyond ids and cache hits:\n got %s\nwant %s", path, stream, prompt[:20], g, w)
 							}
 							n.Add(1)
 						}
@@ -293,6 +297,14 @@ func TestLLMDThroughSidecarEqualsServe(t *testing.T) {
 	}
 	c.drained(t)
 }
+
+// unstable are the fields two servers may differ in for one answer: the
+// response id, its creation second, and prefix-cache hits (serve's cache
+// has seen the earlier canaries; the decode worker's KV came from prefill).
+var unstable = regexp.MustCompile(`"(id|created)":("[^"]*"|[0-9]+)|"cached_tokens":[0-9]+`)
+
+// comparable is an answer, JSON or SSE, byte for byte but for unstable.
+func comparable(b []byte) string { return unstable.ReplaceAllString(string(b), "") }
 
 func errParam(t *testing.T, r reply) (string, string) {
 	t.Helper()
@@ -325,7 +337,7 @@ func TestLLMDRefusesTenantKVTransferParams(t *testing.T) {
 		{"tenant straight to the decode pod", clientWith(nil), c.decURL, "presented none"},
 		{"decode certificate", clientWith(c.ca.creds(certs.RoleDecode, "decode-1")), c.decURL, "is not one"},
 		{"gateway certificate", clientWith(c.ca.creds(certs.RoleGateway, "gw")), c.decURL, "is not one"},
-		{"through the sidecar without a prefill header", &http.Client{}, c.sidecar, "unknown, already used or expired"},
+		{"through the sidecar without a prefill header", c.tenant, c.sidecar, "unknown, already used or expired"},
 	} {
 		r := post(t, tc.client, tc.url+"/v1/completions", "acme-key", nil, body)
 		param, msg := errParam(t, r)
@@ -334,7 +346,7 @@ func TestLLMDRefusesTenantKVTransferParams(t *testing.T) {
 		}
 	}
 	// A tenant's do_remote_decode reaching the decode pod is refused too.
-	r := post(t, &http.Client{}, c.sidecar+"/v1/completions", "acme-key", nil,
+	r := post(t, c.tenant, c.sidecar+"/v1/completions", "acme-key", nil,
 		`{"prompt":"x y z","max_tokens":1,"kv_transfer_params":{"do_remote_decode":true}}`)
 	if p, msg := errParam(t, r); r.status != 400 || p != "kv_transfer_params" || !strings.Contains(msg, "decode worker") {
 		t.Errorf("do_remote_decode at decode: %d %s", r.status, r.body)
@@ -439,7 +451,7 @@ func TestLLMDPrefillErrorPassesThroughTheSidecar(t *testing.T) {
 	long, _ := json.Marshal(strings.Repeat("word ", 700))
 	body := `{"prompt":` + string(long) + `,"max_tokens":4}`
 	want := post(t, &http.Client{}, c.serve+"/v1/completions", "acme-key", nil, body)
-	got := post(t, &http.Client{}, c.sidecar+"/v1/completions", "acme-key", map[string]string{"x-prefiller-host-port": c.preAddr}, body)
+	got := post(t, c.tenant, c.sidecar+"/v1/completions", "acme-key", map[string]string{"x-prefiller-host-port": c.preAddr}, body)
 	if want.status != 400 || got.status != want.status || !bytes.Contains(got.body, []byte("context_length_exceeded")) {
 		t.Errorf("oversized prompt: serve %d %s, sidecar %d %s", want.status, want.body, got.status, got.body)
 	}
@@ -456,13 +468,12 @@ func TestLLMDWithoutCredentialsTrustsLoopbackOnlyWhenTold(t *testing.T) {
 		lc := LLMDConfig{TrustLoopback: trust}
 		pre, preSrv, _ := startLLMDWorker(t, Prefill, nil, lc, nil)
 		dec, decSrv, _ := startLLMDWorker(t, Decode, nil, lc, nil)
-		sc := httptest.NewServer(newStandInSidecar(decSrv.URL, nil))
-		t.Cleanup(sc.Close)
+		scURL, _ := startSidecar(t, decSrv.URL, nil)
 		m, eng := llmdEngine0(t)
 		ref := httptest.NewServer(api.NewServer(api.Config{ModelID: m.Name}, eng, testTokenizer(m), llmdTenants(t), quiet()))
 		t.Cleanup(func() { ref.Close(); eng.Close() })
 		body := `{"prompt":"loopback canary, loopback canary","max_tokens":8,"temperature":0,"logprobs":1}`
-		got := post(t, &http.Client{}, sc.URL+"/v1/completions", "acme-key", map[string]string{"x-prefiller-host-port": preSrv.Listener.Addr().String()}, body)
+		got := post(t, &http.Client{}, scURL+"/v1/completions", "acme-key", map[string]string{"x-prefiller-host-port": preSrv.Listener.Addr().String()}, body)
 		if trust {
 			want := parseOutcome(t, post(t, &http.Client{}, ref.URL+"/v1/completions", "acme-key", nil, body), false)
 			if o := parseOutcome(t, got, false); o != want {

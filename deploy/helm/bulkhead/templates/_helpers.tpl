@@ -29,8 +29,15 @@ bulkhead.dev/pool: {{ .Release.Name | quote }}
 {{- if and .Values.tenants.toml .Values.tenants.existingSecret -}}
 {{- fail "set tenants.toml or tenants.existingSecret, not both" -}}
 {{- end -}}
-{{- if (.Values.llmd | default dict).sidecar -}}
-{{- fail "llmd.sidecar: bulkhead workers accept llm-d's kv_transfer_params only from a router presenting a spiffe://bulkhead/router/<decode-pod> certificate of the cluster CA, and llm-d's pd-sidecar cannot present a client certificate; run mode=disaggregated with bulkhead's gateway as the pool endpoint instead (docs/DEPLOY.md, llm-d)" -}}
+{{- if .Values.llmd.sidecar -}}
+{{- if ne .Values.mode "disaggregated" -}}
+{{- fail "llmd.sidecar needs mode=disaggregated: prefill and decode workers behind llm-d's EPP" -}}
+{{- end -}}
+{{- range $k := list "prefillSecret" "decodeSecret" "routerSecret" -}}
+{{- if not (index $.Values.llmd.certs $k) -}}
+{{- fail (printf "llmd.sidecar needs llmd.certs.%s: workers accept llm-d's kv_transfer_params only over mutual TLS from the router certificate beside each decode pod (docs/DEPLOY.md, llm-d)" $k) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -77,6 +84,23 @@ limits:
 
 {{- define "bulkhead.tenantsSecret" -}}
 {{- .Values.tenants.existingSecret | default (printf "%s-tenants" (include "bulkhead.fullname" .)) -}}
+{{- end -}}
+
+{{/* probes of one container: dict root, port (name), scheme, load (size the
+startup probe for model load) */}}
+{{- define "bulkhead.probesOn" -}}
+startupProbe:
+  httpGet: {path: /health, port: {{ .port }}, scheme: {{ .scheme }}}
+  periodSeconds: 5
+  failureThreshold: {{ ternary (div (add (int .root.Values.model.loadSeconds) 4) 5) 12 .load }}
+readinessProbe:
+  httpGet: {path: /ready, port: {{ .port }}, scheme: {{ .scheme }}}
+  periodSeconds: 2
+  failureThreshold: 2
+livenessProbe:
+  httpGet: {path: /health, port: {{ .port }}, scheme: {{ .scheme }}}
+  periodSeconds: 10
+  failureThreshold: 3
 {{- end -}}
 
 {{/* probes: startup sized for model load, readiness /ready (model loaded, I3 checked), liveness /health */}}
