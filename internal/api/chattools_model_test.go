@@ -22,19 +22,7 @@ func (hermesModelTokenizer) ChatTemplate() string { return hermesTemplate }
 // or named tool_choice, whatever the model's logits favour, the response is
 // one call whose arguments validate against the tool's schema.
 func TestForcedToolChoiceOnTheCopyModel(t *testing.T) {
-	m, err := loader.Load(loader.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := m.NewEngine(loader.PoolOptions{MaxContext: 1024, KVTokens: 4096}, engine.Config{TokenBudget: 256, MaxRunning: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	srv := NewServer(Config{ModelID: testModel, MaxBodyBytes: 1 << 20}, eng, hermesModelTokenizer{tokenizerAdapter{m.Tok}}, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	env := &testEnv{srv: srv, http: httptest.NewServer(srv)}
-	t.Cleanup(env.http.Close)
+	env, _, _ := copyModelEnv(t, func(tok Tokenizer) Tokenizer { return hermesModelTokenizer{tok.(tokenizerAdapter)} })
 	tools := `[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","additionalProperties":false,
 		"required":["word","count"],"properties":{"word":{"type":"string","minLength":1,"maxLength":8},"count":{"type":"integer"}}}}},
 		{"type":"function","function":{"name":"other","parameters":{"type":"object","additionalProperties":false,"properties":{}}}}]`
@@ -78,4 +66,27 @@ func TestForcedToolChoiceOnTheCopyModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// copyModelEnv serves the built-in copy model on the real engine, its
+// tokenizer wrapped by wrap (nil: as it is).
+func copyModelEnv(t *testing.T, wrap func(Tokenizer) Tokenizer) (*testEnv, *engine.Engine, *loader.Model) {
+	t.Helper()
+	m, err := loader.Load(loader.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := m.NewEngine(loader.PoolOptions{MaxContext: 1024, KVTokens: 4096}, engine.Config{TokenBudget: 256, MaxRunning: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	var tok Tokenizer = tokenizerAdapter{m.Tok}
+	if wrap != nil {
+		tok = wrap(tok)
+	}
+	srv := NewServer(Config{ModelID: testModel, MaxBodyBytes: 1 << 20}, eng, tok, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	env := &testEnv{srv: srv, http: httptest.NewServer(srv)}
+	t.Cleanup(env.http.Close)
+	return env, eng, m
 }

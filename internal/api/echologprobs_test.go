@@ -2,17 +2,11 @@ package api
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"math"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
-
-	"github.com/bulkhead-llm/bulkhead/internal/engine"
-	"github.com/bulkhead-llm/bulkhead/internal/loader"
 )
 
 // TestEchoLogprobsOnTheCopyModel: through the official client and the real
@@ -21,19 +15,7 @@ import (
 // words it repeats, scores the second occurrence of a repeated word as
 // near-certain, which a fabricated or shifted score would not be.
 func TestEchoLogprobsOnTheCopyModel(t *testing.T) {
-	m, err := loader.Load(loader.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := m.NewEngine(loader.PoolOptions{MaxContext: 1024, KVTokens: 4096}, engine.Config{TokenBudget: 256, MaxRunning: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	srv := NewServer(Config{ModelID: testModel, MaxBodyBytes: 1 << 20}, eng, tokenizerAdapter{m.Tok}, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	env := &testEnv{srv: srv, http: httptest.NewServer(srv)}
-	t.Cleanup(env.http.Close)
+	env, eng, m := copyModelEnv(t, nil)
 	prompt := "bako tisum lomer bako tisum"
 	ids := m.Tok.Encode(prompt, true, false)
 	resp, err := env.client("").Completions.New(context.Background(), openai.CompletionNewParams{

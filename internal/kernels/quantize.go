@@ -119,33 +119,7 @@ func quantizeQ4_0(dst []byte, x []float32) {
 }
 
 func quantizeQ4K(dst []byte, x []float32) {
-	var scale, mins [8]float32
-	var maxScale, maxMin float32
-	for j := 0; j < 8; j++ {
-		lo, hi := float32(0), float32(0)
-		for _, v := range x[32*j : 32*j+32] {
-			lo = min(lo, v)
-			hi = max(hi, v)
-		}
-		scale[j], mins[j] = (hi-lo)/15, -lo
-		maxScale, maxMin = max(maxScale, scale[j]), max(maxMin, mins[j])
-	}
-	d, dh := roundF16(maxScale / 63)
-	dmin, mh := roundF16(maxMin / 63)
-	le := binary.LittleEndian
-	le.PutUint16(dst[0:], dh)
-	le.PutUint16(dst[2:], mh)
-	var sc, mn [8]uint8
-	for j := 0; j < 8; j++ {
-		// Round scales and mins up so the quantized grid still spans the
-		// sub-block's range.
-		if d != 0 {
-			sc[j] = uint8(min(63, math.Ceil(float64(scale[j]/d))))
-		}
-		if dmin != 0 {
-			mn[j] = uint8(min(63, math.Ceil(float64(mins[j]/dmin))))
-		}
-	}
+	d, dmin, sc, mn := affineScales(dst[0:4], x, 32, 15, 63)
 	s := dst[q4kOffScales : q4kOffScales+12]
 	for j := 0; j < 4; j++ {
 		s[j] = sc[j] | (sc[j+4]>>4)<<6

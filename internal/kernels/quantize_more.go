@@ -157,28 +157,7 @@ func quantizeIQ4XS(dst []byte, x []float32) {
 
 // quantizeQ5K is quantizeQ4K with 32 levels and the fifth bits in qh.
 func quantizeQ5K(dst []byte, x []float32) {
-	var scale, mins [8]float32
-	var maxScale, maxMin float32
-	for j := 0; j < 8; j++ {
-		lo, hi := minMax(x[32*j : 32*j+32])
-		lo, hi = min(lo, 0), max(hi, 0)
-		scale[j], mins[j] = (hi-lo)/31, -lo
-		maxScale, maxMin = max(maxScale, scale[j]), max(maxMin, mins[j])
-	}
-	d, dh := roundF16(maxScale / 63)
-	dmin, mh := roundF16(maxMin / 63)
-	le := binary.LittleEndian
-	le.PutUint16(dst[0:], dh)
-	le.PutUint16(dst[2:], mh)
-	var sc, mn [8]uint8
-	for j := 0; j < 8; j++ {
-		if d != 0 {
-			sc[j] = uint8(min(63, math.Ceil(float64(scale[j]/d))))
-		}
-		if dmin != 0 {
-			mn[j] = uint8(min(63, math.Ceil(float64(mins[j]/dmin))))
-		}
-	}
+	d, dmin, sc, mn := affineScales(dst[0:4], x, 32, 31, 63)
 	s := dst[4:16]
 	for j := 0; j < 4; j++ {
 		s[j] = sc[j] | (sc[j+4]>>4)<<6
@@ -205,6 +184,35 @@ func quantizeQ5K(dst []byte, x []float32) {
 	}
 }
 
+// affineScales quantizes the scales and mins of the value = d·sc·q − dmin·m
+// K-quants: x in sub-blocks of sub values, each spanning its range (0
+// included) with levels+1 steps; d and dmin are stored as F16 into
+// dst[0:4], and each sub-block's sc and m are rounded up (so the grid still
+// covers the range) to at most maxScale.
+func affineScales(dst []byte, x []float32, sub, levels, maxScale int) (d, dmin float32, sc, mn [16]uint8) {
+	var scale, mins [16]float32
+	var hiScale, hiMin float32
+	for j := 0; j < len(x)/sub; j++ {
+		lo, hi := minMax(x[sub*j : sub*j+sub])
+		lo, hi = min(lo, 0), max(hi, 0)
+		scale[j], mins[j] = (hi-lo)/float32(levels), -lo
+		hiScale, hiMin = max(hiScale, scale[j]), max(hiMin, mins[j])
+	}
+	d, dh := roundF16(hiScale / float32(maxScale))
+	dmin, mh := roundF16(hiMin / float32(maxScale))
+	binary.LittleEndian.PutUint16(dst[0:], dh)
+	binary.LittleEndian.PutUint16(dst[2:], mh)
+	for j := 0; j < len(x)/sub; j++ {
+		if d != 0 {
+			sc[j] = uint8(min(float64(maxScale), math.Ceil(float64(scale[j]/d))))
+		}
+		if dmin != 0 {
+			mn[j] = uint8(min(float64(maxScale), math.Ceil(float64(mins[j]/dmin))))
+		}
+	}
+	return d, dmin, sc, mn
+}
+
 // kQuantOrder maps Q2_K/Q3_K's sixteen 16-value sub-blocks to their bytes:
 // element e = 128n + 32k + 16h + l sits in byte 32n + 16h + l of the
 // two-bit array, at bit 2k.
@@ -214,29 +222,11 @@ func kQuantByte(e int) (byteIdx, shift int) {
 }
 
 func quantizeQ2K(dst []byte, x []float32) {
-	var scale, mins [16]float32
-	var maxScale, maxMin float32
-	for j := 0; j < 16; j++ {
-		lo, hi := minMax(x[16*j : 16*j+16])
-		lo, hi = min(lo, 0), max(hi, 0)
-		scale[j], mins[j] = (hi-lo)/3, -lo
-		maxScale, maxMin = max(maxScale, scale[j]), max(maxMin, mins[j])
-	}
-	d, dh := roundF16(maxScale / 15)
-	dmin, mh := roundF16(maxMin / 15)
-	le := binary.LittleEndian
-	le.PutUint16(dst[80:], dh)
-	le.PutUint16(dst[82:], mh)
+	d, dmin, scs, mns := affineScales(dst[80:84], x, 16, 3, 15)
 	qs := dst[16:80]
 	clear(qs)
 	for j := 0; j < 16; j++ {
-		var sc, mn uint8
-		if d != 0 {
-			sc = uint8(min(15, math.Ceil(float64(scale[j]/d))))
-		}
-		if dmin != 0 {
-			mn = uint8(min(15, math.Ceil(float64(mins[j]/dmin))))
-		}
+		sc, mn := scs[j], mns[j]
 		dst[j] = sc | mn<<4
 		ds, dm := d*float32(sc), dmin*float32(mn)
 		for e := 16 * j; e < 16*j+16; e++ {

@@ -145,19 +145,7 @@ func TestWeightsStayMemoryMapped(t *testing.T) {
 // TestExpertTensorsAreNotCopied checks the qwen3moe zoo file's experts
 // (3-D tensors) are row views of the mapping.
 func TestExpertTensorsAreNotCopied(t *testing.T) {
-	path := filepath.Join(zooDir, "random-qwen3moe-Q8_0.gguf")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("zoo absent (%s): expert mapping check skipped", path)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := Load(f, Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, f := loadZooFile(t, "random-qwen3moe-Q8_0.gguf", "expert mapping check")
 	experts := 0
 	for _, l := range m.layers {
 		if l.moe != nil {
@@ -168,4 +156,24 @@ func TestExpertTensorsAreNotCopied(t *testing.T) {
 		t.Fatal("the qwen3moe file loaded with no expert matrices")
 	}
 	checkViewsOfTheMapping(t, m, f)
+}
+
+// loadZooFile opens and loads one zoo model for a test, skipping it (with
+// what is skipped) when ../shared is absent. The file closes at cleanup.
+func loadZooFile(t *testing.T, name, what string) (*Model, *gguf.File) {
+	t.Helper()
+	path := filepath.Join(zooDir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("zoo absent (%s): %s skipped", path, what)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := Load(f, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, f
 }

@@ -3,8 +3,6 @@ package model
 import (
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -39,19 +37,7 @@ func (r *readRecorder) PageF32(layer, page int) (k, v []float32) {
 // window, the global layer reads them all, and every logit of prefill and
 // decode keeps its bits compared with reading every page.
 func TestSlidingWindowLayersReadOnlyTheirWindow(t *testing.T) {
-	path := filepath.Join(zooDir, "random-gemma3-F16.gguf")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("zoo absent (%s): sliding-window read test skipped", path)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := Load(f, Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, _ := loadZooFile(t, "random-gemma3-F16.gguf", "sliding-window read test")
 	if m.Config.SlidingWindow != 128 || !m.Config.Local(0) || !m.Config.Local(1) || m.Config.Local(2) {
 		t.Fatalf("zoo gemma3 is not the README's shape: window %d, local 0/1/2 = %v/%v/%v",
 			m.Config.SlidingWindow, m.Config.Local(0), m.Config.Local(1), m.Config.Local(2))
