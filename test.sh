@@ -44,7 +44,7 @@ echo "== deploy (helm chart)"
 
 # Packages whose code runs goroutines: run them again under the race detector.
 race_pkgs=()
-for p in engine api transfer gateway sched kvcache kernels worker loadgen pagemap podmetrics; do
+for p in engine api transfer gateway sched kvcache kernels worker loadgen pagemap podmetrics llmd llmdproxy grammar toolcall admin audit progress; do
   [ -d "internal/$p" ] && race_pkgs+=("./internal/$p/...")
 done
 if [ ${#race_pkgs[@]} -gt 0 ]; then
