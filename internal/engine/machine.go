@@ -233,7 +233,7 @@ func (m *Machine) Stats() Stats {
 		PagesTotal: m.pool.UsablePages(), PagesFree: m.pool.FreePages(),
 		OwnershipFailures: m.pool.OwnershipFailures(), Preemptions: m.preemptions,
 	}
-	st.PrefixQueries, st.PrefixHitTokens = m.sched.PrefixStats()
+	st.PrefixQueries, st.PrefixQueryTokens, st.PrefixHitTokens = m.sched.PrefixStats()
 	st.PagesCached = m.pool.CachedPages()
 	return st
 }

@@ -147,6 +147,7 @@ type Stats struct {
 	PagesFree           int
 	PagesCached         int // unreferenced pages kept for the prefix cache
 	PrefixQueries       uint64
+	PrefixQueryTokens   uint64 // tokens those lookups covered (restarts included)
 	PrefixHitTokens     uint64
 	OwnershipFailures   uint64
 	Preemptions         uint64

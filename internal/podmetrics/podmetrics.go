@@ -96,7 +96,7 @@ func (c *collector) descs() []desc {
 		pair("num_requests_running", "Requests in the running batch.", nil, role),
 		pair("kv_cache_usage_perc", "Fraction (0-1) of usable KV pages held by requests; cached unreferenced pages count as free.", nil, role),
 		pair("cache_config_info", "KV layout; the value is 1, the data is in the labels.", cacheLabels, role),
-		pair("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", nil, role),
+		pair("prefix_cache_queries_total", "Tokens looked up in the prefix cache (a request restarted after preemption looks up again).", nil, role),
 		pair("prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", nil, role),
 		pair("prompt_tokens_total", "Prompt tokens of admitted requests.", nil, role),
 		pair("generation_tokens_total", "Generated tokens.", nil, role),
@@ -135,7 +135,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		blocks = st.PagesTotal
 	}
 	emit(d[3], G, 1, strconv.Itoa(c.m.cfg.BlockSize), strconv.Itoa(blocks))
-	emit(d[4], C, float64(c.m.prompt.Load()))
+	// Queries and hits both count the scheduler's lookups, restarts after
+	// preemption included, so hits never exceed queries.
+	emit(d[4], C, float64(st.PrefixQueryTokens))
 	emit(d[5], C, float64(st.PrefixHitTokens))
 	emit(d[6], C, float64(c.m.prompt.Load()))
 	emit(d[7], C, float64(c.m.gen.Load()))

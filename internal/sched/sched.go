@@ -74,13 +74,15 @@ type Scheduler struct {
 	order []*seq
 	ups   []Update
 
-	prefixQueries, prefixHitTokens uint64
+	prefixQueries, prefixQueryTokens, prefixHitTokens uint64
 }
 
-// PrefixStats reports how many prefix-cache lookups admission made and how
-// many prompt tokens they found cached.
-func (s *Scheduler) PrefixStats() (queries, hitTokens uint64) {
-	return s.prefixQueries, s.prefixHitTokens
+// PrefixStats reports how many prefix-cache lookups the scheduler made, how
+// many tokens they looked up and how many of those were cached. A request
+// restarted after preemption looks up again, so both token counts grow
+// together and hits never exceed queries.
+func (s *Scheduler) PrefixStats() (queries, queryTokens, hitTokens uint64) {
+	return s.prefixQueries, s.prefixQueryTokens, s.prefixHitTokens
 }
 
 // New returns a scheduler over pool. It refuses a pool that cannot hold one

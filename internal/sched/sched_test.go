@@ -74,6 +74,13 @@ func TestPreemptionFreesPagesAndResumesWithSameResult(t *testing.T) {
 			t.Errorf("request %d after preemption: %v, want %v", req.ID, r.out[req.ID], want)
 		}
 	}
+	// A restart looks the prefix up again: queries and hits grow together,
+	// so hits (the tokens a restart finds cached) never exceed queries.
+	lookups, queried, hits := s.PrefixStats()
+	if lookups <= 3 || hits == 0 || hits > queried || queried < 3*8 {
+		t.Errorf("prefix stats after %d preemptions: %d lookups of %d tokens, %d hits; want a lookup per start and hits <= tokens looked up",
+			r.evicted, lookups, queried, hits)
+	}
 	checkDrained(t, pool)
 }
 

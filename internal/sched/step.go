@@ -102,6 +102,7 @@ func (s *Scheduler) start(q *seq) error {
 		q.started, q.cached = true, n // a restart after preemption is not a new hit for usage
 	}
 	s.prefixQueries++
+	s.prefixQueryTokens += uint64(len(q.tokens))
 	s.prefixHitTokens += uint64(n)
 	return nil
 }
