@@ -25,8 +25,11 @@ type pageWatcher struct {
 
 	mu       sync.Mutex
 	maxInUse int
-	problems []string
-	infos    []kvcache.PageInfo
+	// maxSharers is the most sequences of one pass whose tables held the
+	// same shared prefix page.
+	maxSharers int
+	problems   []string
+	infos      []kvcache.PageInfo
 }
 
 func (w *pageWatcher) Forward(kv model.KVStore, seqs []model.Seq) ([][]float32, error) {
@@ -40,12 +43,17 @@ func (w *pageWatcher) Forward(kv model.KVStore, seqs []model.Seq) ([][]float32, 
 	}
 	w.maxInUse = max(w.maxInUse, inUse)
 	seen := map[int32]int{}
+	sharers := map[int32]int{}
 	for i, s := range seqs {
 		for _, pg := range s.Pages {
 			if j, ok := seen[pg]; ok && j != i && w.infos[pg].State != kvcache.PageShared {
 				w.problems = append(w.problems, fmt.Sprintf("page %d (%v) is in sequences %d and %d", pg, w.infos[pg].State, j, i))
 			}
 			seen[pg] = i
+			if w.infos[pg].State == kvcache.PageShared {
+				sharers[pg]++
+				w.maxSharers = max(w.maxSharers, sharers[pg])
+			}
 		}
 	}
 	w.mu.Unlock()
@@ -143,10 +151,12 @@ func TestNForksShareThePromptsFullPagesOnce(t *testing.T) {
 	if limit := full + n*own; pw.maxInUse > limit {
 		t.Errorf("%d pages in use at the peak, want ≤ %d (the prompt's %d full pages once + %d × %d)", pw.maxInUse, limit, full, n, own)
 	}
-	// The three later forks run together (fork 0, a step ahead, may have
-	// finished), or the bound above would hold without any sharing.
-	if pw.maxInUse < full+(n-1)*own {
-		t.Errorf("%d pages in use at the peak: the forks did not run together, so sharing was not exercised", pw.maxInUse)
+	// Forks ran together on the shared pages, or the bound above would hold
+	// without any sharing. (How many overlap depends on when each fork's
+	// submission lands between steps; two always do.)
+	t.Logf("peak %d pages in use (bound %d); at most %d forks read one shared page in a pass", pw.maxInUse, full+n*own, pw.maxSharers)
+	if pw.maxSharers < 2 {
+		t.Errorf("no forward pass had two forks reading the same shared page (at most %d): sharing was not exercised", pw.maxSharers)
 	}
 	for _, p := range pw.problems {
 		t.Error(p)
