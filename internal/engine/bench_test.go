@@ -22,19 +22,7 @@ import (
 var benchModel = sync.OnceValues(func() (*model.Model, error) {
 	sh := model.Shape{Name: "bench", Arch: "llama", Embd: 512, Layers: 6, Heads: 8, KVHeads: 4, FF: 1536,
 		Vocab: 8192, Context: 2048, RopeBase: 10000, NormEps: 1e-5, Tied: true}
-	w := gguf.NewWriter()
-	if err := model.WriteRandom(w, sh, gguf.Q8_0, 1, nil); err != nil {
-		return nil, err
-	}
-	b, err := w.Bytes()
-	if err != nil {
-		return nil, err
-	}
-	f, err := gguf.Parse(b)
-	if err != nil {
-		return nil, err
-	}
-	return model.Load(f, model.Options{Threads: 2})
+	return model.LoadRandom(sh, gguf.Q8_0, 1, model.Options{Threads: 2})
 })
 
 const (

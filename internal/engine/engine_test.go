@@ -32,19 +32,7 @@ func tiny(t testing.TB) *model.Model {
 	tinyOnce.Do(func() {
 		sh := model.Shapes["tiny"]
 		sh.Vocab, sh.WeightStd = testVocab, 0.3
-		w := gguf.NewWriter()
-		if tinyErr = model.WriteRandom(w, sh, gguf.F32, 7, nil); tinyErr != nil {
-			return
-		}
-		var b []byte
-		if b, tinyErr = w.Bytes(); tinyErr != nil {
-			return
-		}
-		var f *gguf.File
-		if f, tinyErr = gguf.Parse(b); tinyErr != nil {
-			return
-		}
-		tinyModel, tinyErr = model.Load(f, model.Options{Threads: 2})
+		tinyModel, tinyErr = model.LoadRandom(sh, gguf.F32, 7, model.Options{Threads: 2})
 	})
 	if tinyErr != nil {
 		t.Fatal(tinyErr)

@@ -48,21 +48,7 @@ func decodeSetup(b *testing.B) (*model.Model, *tokenizer.Tokenizer) {
 		}
 		sh := model.Shapes["smollm2-135m"]
 		sh.Vocab = decodeTok.VocabSize()
-		w := gguf.NewWriter()
-		if decodeErr = model.WriteRandom(w, sh, gguf.Q8_0, 1, nil); decodeErr != nil {
-			return
-		}
-		raw, err := w.Bytes()
-		if err != nil {
-			decodeErr = err
-			return
-		}
-		mf, err := gguf.Parse(raw)
-		if err != nil {
-			decodeErr = err
-			return
-		}
-		decodeModel, decodeErr = model.Load(mf, model.Options{Threads: 2})
+		decodeModel, decodeErr = model.LoadRandom(sh, gguf.Q8_0, 1, model.Options{Threads: 2})
 	})
 	if decodeErr != nil {
 		b.Fatal(decodeErr)

@@ -170,3 +170,21 @@ func WriteRandom(w *gguf.Writer, sh Shape, typ gguf.Type, seed uint64, note func
 	}
 	return nil
 }
+
+// LoadRandom writes a random-weight model of shape sh in memory (as
+// WriteRandom) and loads it: the one-liner tests and benchmarks need.
+func LoadRandom(sh Shape, typ gguf.Type, seed uint64, opts Options) (*Model, error) {
+	w := gguf.NewWriter()
+	if err := WriteRandom(w, sh, typ, seed, nil); err != nil {
+		return nil, err
+	}
+	b, err := w.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	f, err := gguf.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	return Load(f, opts)
+}

@@ -63,19 +63,7 @@ func tinyEngine(t testing.TB, tokens, pageSize int) *engine.Engine {
 	t.Helper()
 	sh := model.Shapes["tiny"]
 	sh.Vocab, sh.WeightStd = 256, 0.3
-	w := gguf.NewWriter()
-	if err := model.WriteRandom(w, sh, gguf.F32, 7, nil); err != nil {
-		t.Fatal(err)
-	}
-	b, err := w.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.Load(f, model.Options{Threads: 1})
+	m, err := model.LoadRandom(sh, gguf.F32, 7, model.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
