@@ -17,7 +17,8 @@ import (
 // client talks OpenAI-compatible HTTP.
 type client struct {
 	http   *http.Client
-	root   string // server root, without /v1
+	fresh  *http.Client // dials a new connection for every request: the resend path
+	root   string       // server root, without /v1
 	apiKey string
 }
 
@@ -27,10 +28,33 @@ func newClient(cfg Config) *client {
 		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Concurrency + 4}}
 	}
 	root := strings.TrimSuffix(strings.TrimSuffix(cfg.URL, "/"), "/v1")
-	return &client{http: hc, root: root, apiKey: cfg.APIKey}
+	return &client{http: hc, fresh: freshClient(hc), root: root, apiKey: cfg.APIKey}
+}
+
+// freshClient is hc with keep-alives off, so a resend cannot be handed
+// another idle connection the server may be closing too (with several
+// idle connections, each resend on the shared pool could land on the
+// next one). A transport we cannot clone is used as it is.
+func freshClient(hc *http.Client) *http.Client {
+	t, ok := hc.Transport.(*http.Transport)
+	if hc.Transport == nil {
+		t, ok = http.DefaultTransport.(*http.Transport)
+	}
+	if !ok {
+		return hc
+	}
+	t = t.Clone()
+	t.DisableKeepAlives = true
+	fc := *hc
+	fc.Transport = t
+	return &fc
 }
 
 func (c *client) do(ctx context.Context, method, url string, body []byte) (*http.Response, error) {
+	return c.doWith(c.http, ctx, method, url, body)
+}
+
+func (c *client) doWith(hc *http.Client, ctx context.Context, method, url string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -39,11 +63,7 @@ func (c *client) do(ctx context.Context, method, url string, body []byte) (*http
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
-	return c.http.Do(req)
-}
-
-func (c *client) post(ctx context.Context, url string, body []byte) (*http.Response, error) {
-	return c.do(ctx, http.MethodPost, url, body)
+	return hc.Do(req)
 }
 
 // firstModel asks /v1/models for the served model's id.
@@ -114,8 +134,12 @@ func (c *client) complete(ctx context.Context, cfg Config, model, prompt string)
 			GotConn:              func(i httptrace.GotConnInfo) { reused = i.Reused },
 			GotFirstResponseByte: func() { answered = true },
 		}
+		hc := c.http
+		if r.retries > 0 {
+			hc = c.fresh
+		}
 		var err error
-		resp, err = c.post(httptrace.WithClientTrace(ctx, trace), c.root+"/v1/completions", body)
+		resp, err = c.doWith(hc, httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.root+"/v1/completions", body)
 		if err == nil {
 			break
 		}
@@ -123,6 +147,8 @@ func (c *client) complete(ctx context.Context, cfg Config, model, prompt string)
 		// our pool fails before the server has said anything: the server
 		// never took the request, so sending it again on a fresh
 		// connection is safe and is what a healthy exchange looks like.
+		// The resend dials afresh, so one resend is enough: if a new
+		// connection fails too, the failure is real.
 		if reused && !answered && ctx.Err() == nil && r.retries < maxRetries {
 			r.retries++
 			continue
@@ -155,9 +181,9 @@ func (c *client) complete(ctx context.Context, cfg Config, model, prompt string)
 	return r
 }
 
-// maxRetries bounds the resends of one request after reused connections
-// closed under it.
-const maxRetries = 3
+// maxRetries bounds the resends of one request after a reused
+// connection closed under it; the resend is on a fresh connection.
+const maxRetries = 1
 
 // readStream reads SSE events until [DONE]; an error event or a stream
 // that ends without [DONE] is a failure of the server, an error reading

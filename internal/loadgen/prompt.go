@@ -75,7 +75,7 @@ func (m *promptMaker) make(ctx context.Context, target int) (string, int) {
 func tokenizer(ctx context.Context, c *client, model string) func(context.Context, string) (int, error) {
 	f := func(ctx context.Context, text string) (int, error) {
 		body, _ := json.Marshal(map[string]any{"model": model, "prompt": text, "content": text})
-		resp, err := c.post(ctx, c.root+"/tokenize", body)
+		resp, err := c.do(ctx, http.MethodPost, c.root+"/tokenize", body)
 		if err != nil {
 			return 0, err
 		}
