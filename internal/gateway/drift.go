@@ -13,14 +13,20 @@ import (
 // refused because a worker's configuration changed since the last check
 // (drift inside the check interval) is taken out of the pool at once and
 // the request tried once on another pair; with none left the client gets a
-// 503 with Retry-After, never a 500 and never a truncated answer.
+// 503 with Retry-After, never a 500 and never a truncated answer. A pair
+// that fails before the first token (a worker died) is retried once on
+// another pair too (retry.go).
 func (g *Gateway) submit(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
-	ch, err := g.submitOnce(ctx, req)
+	ch, err := g.submitOnce(ctx, req, true)
+	var lost lostWorker
+	if errors.As(err, &lost) {
+		return g.retryAfterLoss(ctx, req, lost.error)
+	}
 	var de *worker.DriftError
 	if !errors.As(err, &de) {
 		return ch, err
 	}
-	ch, err = g.submitOnce(ctx, req)
+	ch, err = g.submitOnce(ctx, req, true)
 	if errors.As(err, &de) || errors.Is(err, engine.ErrShuttingDown) {
 		return nil, driftRefusal{de: de, ol: &engine.OverloadedError{
 			Reason:     fmt.Sprintf("no worker pair agrees on the model and KV layout (%s)", de.Reason),
@@ -49,9 +55,20 @@ func (g *Gateway) onDrift(ctx context.Context, pre, dec *member, de *worker.Drif
 	g.Check(ctx)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if pre.healthy && dec.healthy {
-		dec.healthy, dec.problem = false, "drift: "+de.Reason
+	// pre and dec are ranked copies: look the members up by URL, so the
+	// mark reaches the pool's own entry.
+	p, d := pre, dec // the copies, if the members are gone
+	for _, m := range g.members {
+		switch {
+		case m.url == pre.url && m.role == pre.role:
+			p = m
+		case m.url == dec.url && m.role == dec.role:
+			d = m
+		}
+	}
+	if p.healthy && d.healthy {
+		d.healthy, d.problem = false, "drift: "+de.Reason
 	}
 	g.log.Warn("KV handshake refused: worker configuration drifted", "prefill", pre.url, "decode", dec.url,
-		"reason", de.Reason, "prefill_problem", pre.problem, "decode_problem", dec.problem)
+		"reason", de.Reason, "prefill_problem", p.problem, "decode_problem", d.problem)
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/bulkhead-llm/bulkhead/internal/engine"
@@ -51,8 +52,10 @@ func (g *Gateway) Stats() engine.Stats {
 // worker compute and transfer it, and returns decode's token stream.
 // Prefill's and decode's client errors come back as the same typed errors
 // an engine returns, so the client sees the same 4xx.
-// submitOnce runs req on one prefill+decode pair (see submit).
-func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan engine.Event, error) {
+// submitOnce runs req on one prefill+decode pair (see submit). With
+// mayRetry, a failure of the pair before the first token is a lostWorker
+// (returned, or handled by the stream itself once it has begun).
+func (g *Gateway) submitOnce(ctx context.Context, req engine.Request, mayRetry bool) (<-chan engine.Event, error) {
 	if !g.isStarted() {
 		return nil, fmt.Errorf("%w: no worker has answered yet", engine.ErrShuttingDown)
 	}
@@ -107,6 +110,9 @@ func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan en
 				g.onDrift(ctx, pre, r.dec, de)
 				return nil, err
 			}
+			if mayRetry && retryablePrefillError(ctx, err) {
+				return nil, lostWorker{handoffError{err}}
+			}
 			return nil, handoffError{err}
 		}
 	}
@@ -118,18 +124,26 @@ func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan en
 		// ends the stream with an error instead of holding the client.
 		idle := time.AfterFunc(g.cfg.StreamIdle, r.cancel)
 		defer idle.Stop()
-		for {
+		for sent := false; ; {
 			l, err := readLine(r.lines)
 			idle.Reset(g.cfg.StreamIdle)
 			switch {
 			case err != nil:
 				if ctx.Err() != nil {
 					events <- engine.Event{Err: engine.ErrAborted}
-				} else {
-					events <- engine.Event{Err: fmt.Errorf("%w: decode worker %s: stream ended: %v", engine.ErrInternal, r.dec.url, err)}
+					return
 				}
+				lost := fmt.Errorf("%w: decode worker %s: stream ended: %v", engine.ErrInternal, r.dec.url, err)
+				if !sent && mayRetry {
+					// Nothing reached the client: run it again elsewhere.
+					r.close()
+					forward(events, func() (<-chan engine.Event, error) { return g.retryAfterLoss(ctx, req, lost) })
+					return
+				}
+				events <- engine.Event{Err: lost}
 				return
 			case l.Token != nil:
+				sent = true
 				events <- engine.Event{Token: l.Token.ID, Logprob: l.Token.Logprob, TopLogprobs: l.Token.TopLogprobs}
 			case l.Finish != nil:
 				u := l.Finish.Usage
@@ -145,6 +159,19 @@ func (g *Gateway) submitOnce(ctx context.Context, req engine.Request) (<-chan en
 	return events, nil
 }
 
+// forward sends the events of a retried request on events, or its
+// failure to start.
+func forward(events chan<- engine.Event, retry func() (<-chan engine.Event, error)) {
+	ch, err := retry()
+	if err != nil {
+		events <- engine.Event{Err: err}
+		return
+	}
+	for ev := range ch {
+		events <- ev
+	}
+}
+
 // reservation is an open decode stream whose pages are reserved.
 type reservation struct {
 	dec     *member
@@ -153,14 +180,17 @@ type reservation struct {
 	resp    *http.Response
 	lines   *bufio.Reader
 	handoff int
+	once    sync.Once
 }
 
 // close ends the stream (decode then aborts the request if it still runs)
 // and stops counting it against the worker.
 func (r *reservation) close() {
-	r.resp.Body.Close()
-	r.cancel()
-	r.dec.inflight.Add(-1)
+	r.once.Do(func() {
+		r.resp.Body.Close()
+		r.cancel()
+		r.dec.inflight.Add(-1)
+	})
 }
 
 // reserve asks the decode workers, least loaded first, to reserve the
