@@ -21,6 +21,19 @@ import (
 // "decode pool full → 500" configuration.
 var tightPool = loader.PoolOptions{MaxContext: 512, KVTokens: 512}
 
+// patient is a worker's engine for the burst tests: a burst of 16
+// whole-pool requests is served one after another, so the last waits for
+// fifteen others (a minute or more under -race on a loaded 2-core
+// machine); these tests are about queueing, not the bound on the wait
+// (TestEveryDecodeWorkerFullAnswersOverloadedNotInternal is).
+var patient = engine.Config{TokenBudget: 256, MaxRunning: 8, ReserveWait: 10 * time.Minute}
+
+// patientGateway is newGateway whose reservations may wait as long.
+func patientGateway(t *testing.T, pre, dec []*node) *Gateway {
+	t.Helper()
+	return newGatewayWith(t, pre, dec, func(c *Config) { c.ReserveTimeout = 10 * time.Minute })
+}
+
 // burst sends n concurrent 492-token canary prompts through g and checks
 // that every one is answered with its own canary.
 func burst(t *testing.T, g *Gateway, n int) {
@@ -77,8 +90,8 @@ func burstTo(t *testing.T, g *Gateway, submit func(context.Context, engine.Reque
 }
 
 func TestFullDecodePoolQueuesInsteadOfFailing(t *testing.T) {
-	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
-	g := newGateway(t, []*node{pre}, []*node{dec})
+	pre, dec := startWorkerWith(t, worker.Prefill, tightPool, patient), startWorkerWith(t, worker.Decode, tightPool, patient)
+	g := patientGateway(t, []*node{pre}, []*node{dec})
 	burst(t, g, 16)
 	pre.drained(t)
 	dec.drained(t)
@@ -88,16 +101,16 @@ func TestFullDecodePoolQueuesInsteadOfFailing(t *testing.T) {
 // preempts, and every request gets its canary.
 func TestMonolithicEngineServesTheSameBurst(t *testing.T) {
 	pre, dec := startWorker(t, worker.Prefill, tightPool), startWorker(t, worker.Decode, tightPool)
-	mono := startWorker(t, worker.Decode, tightPool)
+	mono := startWorkerWith(t, worker.Decode, tightPool, patient)
 	g := newGateway(t, []*node{pre}, []*node{dec}) // for its tokenizer
 	burstTo(t, g, mono.eng.Submit, 16)
 	mono.drained(t)
 }
 
 func TestTwoDecodeWorkersShareABurstAndDrain(t *testing.T) {
-	pre := startWorker(t, worker.Prefill, tightPool)
-	d1, d2 := startWorker(t, worker.Decode, tightPool), startWorker(t, worker.Decode, tightPool)
-	g := newGateway(t, []*node{pre}, []*node{d1, d2})
+	pre := startWorkerWith(t, worker.Prefill, tightPool, patient)
+	d1, d2 := startWorkerWith(t, worker.Decode, tightPool, patient), startWorkerWith(t, worker.Decode, tightPool, patient)
+	g := patientGateway(t, []*node{pre}, []*node{d1, d2})
 	burst(t, g, 16)
 	if d1.hits.Load() == 0 || d2.hits.Load() == 0 {
 		t.Errorf("one decode worker took everything: %d and %d requests", d1.hits.Load(), d2.hits.Load())
@@ -275,9 +288,9 @@ func TestRepeatedPagePrefixPromptDoesNotFreezePrefill(t *testing.T) {
 // queue has reserved nothing for it: the gateway moves the request to the
 // other decode worker, where it waits its turn and is served.
 func TestQueuedReservationMovesOnWhenItsDecodeWorkerCloses(t *testing.T) {
-	pre := startWorker(t, worker.Prefill, tightPool)
-	d1, d2 := startWorker(t, worker.Decode, tightPool), startWorker(t, worker.Decode, tightPool)
-	g := newGateway(t, []*node{pre}, []*node{d1, d2})
+	pre := startWorkerWith(t, worker.Prefill, tightPool, patient)
+	d1, d2 := startWorkerWith(t, worker.Decode, tightPool, patient), startWorkerWith(t, worker.Decode, tightPool, patient)
+	g := patientGateway(t, []*node{pre}, []*node{d1, d2})
 	words := copymodel.AuditWords()
 	prompt, want := canaryPrompt(t, g, words.Canary[:8], 5, 492, 11)
 	var holds []*engine.Reservation
