@@ -42,6 +42,8 @@ type activation struct {
 	// transposed: dT[k*nb*8 + b*8 + t] = d[(8k+t)*nb + b] (32-blocks only),
 	// so a kernel loads the eight scales of a block with one load.
 	dT []float32
+
+	gp gemmPack // the prefill tiles' layout (gemm.go)
 }
 
 // actBlock is the activation block size for weight type t, or 0 when t's

@@ -1,0 +1,12 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+import "github.com/bulkhead-llm/bulkhead/internal/gguf"
+
+// Without the assembly there are no prefill tiles.
+var gemmEnabled = false
+
+func gemmVariant() string { return "" }
+
+func gemmRows(_ gguf.Type, _ *activation, base rowKernel) rowKernel { return base }
