@@ -26,7 +26,8 @@ const decodeMax = 16
 type gemmPack struct {
 	groups int       // full token groups laid out; 0 = the gemm does not run
 	xq     []byte    // Q8_0: see gemmPackQ8
-	d16    []float32 // Q8_0: the sixteen tokens' scales per block
+	d16    []float32 // Q8_0, K-quants: the sixteen tokens' scales per block
+	bsT    []int32   // K-quants: see gemmPackK
 	xf     []float32 // float weights: see gemmPackF
 	rows   int       // rows per tile
 	base   rowKernel // the row kernel for what the tiles leave

@@ -37,7 +37,7 @@ var gemmEnabled = true
 func gemmVariant() string {
 	s := ""
 	if gemmEnabled && gemmHasQ8 {
-		s += "prefill Q8_0: avx512-vnni 2x16 gemm; "
+		s += "prefill Q8_0: avx512-vnni 2x16 gemm; prefill Q4_K/Q6_K: avx512-vnni 1x16 gemm on unpacked rows; "
 	}
 	if gemmEnabled && gemmHasF {
 		s += "prefill F16/BF16/F32: avx512 6x8 gemm; "
@@ -60,6 +60,11 @@ func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 		gemmViews(a, 16, base)
 		a.gp.rows = 2
 		return rowsGemmQ8
+	case (t == gguf.Q4_K || t == gguf.Q6_K) && gemmHasQ8:
+		gemmPackK(a)
+		gemmViews(a, 16, base)
+		a.gp.rows = 1
+		return rowsGemmK
 	case (t == gguf.F16 || t == gguf.BF16 || t == gguf.F32) && gemmHasF && a.cols >= 8:
 		gemmPackF(a)
 		gemmViews(a, 8, base)

@@ -16,9 +16,9 @@ import (
 func gemmTypes(t *testing.T) []gguf.Type {
 	var ts []gguf.Type
 	if gemmHasQ8 {
-		ts = append(ts, gguf.Q8_0)
+		ts = append(ts, gguf.Q8_0, gguf.Q4_K, gguf.Q6_K)
 	} else {
-		t.Log("skipped: Q8_0 avx512-vnni gemm (CPU lacks AVX512 F/BW/VL/VNNI)")
+		t.Log("skipped: Q8_0, Q4_K, Q6_K avx512-vnni gemm (CPU lacks AVX512 F/BW/VL/VNNI)")
 	}
 	if gemmHasF {
 		ts = append(ts, gguf.F16, gguf.BF16, gguf.F32)
@@ -63,9 +63,12 @@ func TestGemmEqualsReferenceBitForBit(t *testing.T) {
 		batches = []int{17, 33}
 	}
 	for _, typ := range gemmTypes(t) {
-		colsList := []int{32, 96, 576}
-		if typ != gguf.Q8_0 {
-			colsList = []int{8, 13, 64, 581}
+		colsList := []int{8, 13, 64, 581}
+		switch typ {
+		case gguf.Q8_0:
+			colsList = []int{32, 96, 576}
+		case gguf.Q4_K, gguf.Q6_K:
+			colsList = []int{256, 768}
 		}
 		for _, cols := range colsList {
 			for _, rows := range []int{1, 2, 5, 6, 7, 13, 40} {
@@ -113,6 +116,9 @@ func TestGemmIsBatchAndThreadInvariant(t *testing.T) {
 	const maxBatch = 41
 	for _, typ := range gemmTypes(t) {
 		cols := 96
+		if typ == gguf.Q4_K || typ == gguf.Q6_K {
+			cols = 512
+		}
 		rows := 50
 		m := gemmMatrix(t, r, typ, rows, cols)
 		xs := randVec(r, maxBatch*cols, 1)
@@ -144,11 +150,15 @@ func TestGemmIsBatchAndThreadInvariant(t *testing.T) {
 }
 
 // BenchmarkGemm is a prefill product of the 135M shape (576→1536, 512
-// tokens) on one thread, gemm tiles against the row kernels.
+// tokens; Q4_K: the 1B shape, 2048→2048, 128 tokens) on one thread, gemm tiles against the row kernels, also as a
+// fraction of the FMA probe measured right after (the host is shared).
 func BenchmarkGemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.F16} {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.F16, gguf.Q4_K} {
 		rows, cols, batch := 1536, 576, 512
+		if typ == gguf.Q4_K {
+			rows, cols, batch = 2048, 2048, 128 // the 1B shape's attention, pp128
+		}
 		m := gemmMatrix(&testing.T{}, r, typ, rows, cols)
 		x := randVec(r, batch*cols, 1)
 		out := make([]float32, batch*rows)
@@ -162,7 +172,9 @@ func BenchmarkGemm(b *testing.B) {
 					p.MatMul(out, m, x, batch)
 				}
 				flop := 2 * float64(rows*cols*batch)
-				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				rate := flop * float64(b.N) / b.Elapsed().Seconds()
+				b.ReportMetric(rate/1e9, "GFLOP/s")
+				b.ReportMetric(rate/FMAPeak(p, 3), "of-fma-peak")
 			})
 		}
 		p.Close()

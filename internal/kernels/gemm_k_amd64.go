@@ -1,0 +1,101 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+)
+
+//go:noescape
+func gemmK16(w *byte, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
+
+// gemmPackK lays out, for each group g of sixteen tokens, the tokens'
+// scales per super-block (xd16[(g·nsb+b)·16+t]) and their 16-value sums
+// as int16 pairs transposed: bsT[((g·nsb+b)·8+i)·16+t] holds bsum 2i
+// (low half) and 2i+1 (high half) of token 16g+t's super-block b. The
+// int8 activations themselves are read in place.
+func gemmPackK(a *activation) {
+	nsb := a.cols / 256
+	g := a.batch / 16
+	a.gp.groups = g
+	a.gp.d16 = grow(a.gp.d16, g*16*nsb)
+	a.gp.bsT = grow(a.gp.bsT, g*16*nsb*8)
+	for gi := 0; gi < g; gi++ {
+		for b := 0; b < nsb; b++ {
+			for t := 0; t < 16; t++ {
+				tok := 16*gi + t
+				a.gp.d16[(gi*nsb+b)*16+t] = a.d[tok*nsb+b]
+				bs := a.bsum[tok*a.cols/16+16*b:]
+				for i := 0; i < 8; i++ {
+					a.gp.bsT[((gi*nsb+b)*8+i)*16+t] = int32(uint32(uint16(bs[2*i])) | uint32(uint16(bs[2*i+1]))<<16)
+				}
+			}
+		}
+	}
+}
+
+// kRowScratch is one row unpacked for gemmK16: per super-block its 256
+// values and 128 int16 scales (w), its 16 min multipliers and two float
+// factors (wm).
+type kRowScratch struct {
+	w, wm []byte
+	scl   []int16
+}
+
+var kRowPool = sync.Pool{New: func() any { return new(kRowScratch) }}
+
+// unpackKRow fills s from encoded row of type t (Q4_K or Q6_K).
+func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
+	le := binary.LittleEndian
+	kScales(t, row, s.scl)
+	for b := 0; b < nsb; b++ {
+		w := s.w[512*b : 512*b+512]
+		wm := s.wm[40*b : 40*b+40]
+		sc := s.scl[32*b : 32*b+32]
+		var d, dm float32
+		if t == gguf.Q4_K {
+			q4kUnpack(&row[144*b], 1, &w[0])
+			d, dm = f16At(row, 144*b), f16At(row, 144*b+2)
+		} else {
+			q6kUnpack(&row[210*b], 1, &w[0])
+			d = f16At(row, 210*b+q6kOffD)
+			dm = d
+		}
+		for g := 0; g < 8; g++ {
+			lo, hi := sc[g], sc[g]
+			if t == gguf.Q6_K {
+				lo, hi = sc[2*g], sc[2*g+1]
+			}
+			for l := 0; l < 8; l++ {
+				le.PutUint16(w[256+2*(16*g+l):], uint16(lo))
+				le.PutUint16(w[256+2*(16*g+8+l):], uint16(hi))
+			}
+		}
+		for j := 0; j < 16; j++ {
+			le.PutUint16(wm[2*j:], uint16(sc[16+j]))
+		}
+		le.PutUint32(wm[32:], math.Float32bits(d))
+		le.PutUint32(wm[36:], math.Float32bits(dm))
+	}
+}
+
+// rowsGemmK unpacks each row once and meets it with every full group of
+// sixteen tokens (gemmK16); the base kernel takes the tokens past them.
+func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	nsb, rb := a.cols/256, m.rowBytes()
+	s := kRowPool.Get().(*kRowScratch)
+	s.w, s.wm, s.scl = grow(s.w, 512*nsb), grow(s.wm, 40*nsb), grow(s.scl, 32*nsb)
+	for r := r0; r < r1; r++ {
+		s.unpack(m.Type, m.Data[r*rb:(r+1)*rb], nsb)
+		for gi := 0; gi < a.gp.groups; gi++ {
+			gemmK16(&s.w[0], &s.wm[0], &a.qs[16*gi*a.cols], a.cols,
+				&a.gp.d16[gi*nsb*16], &a.gp.bsT[gi*nsb*128], nsb, &out[16*gi*m.Rows+r], 4*m.Rows)
+		}
+	}
+	kRowPool.Put(s)
+	gemmFinish(out, m, a, 16, r0, r1, r1)
+}
