@@ -168,8 +168,12 @@ func BenchmarkGemm(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				defer func(v bool) { gemmEnabled = v }(gemmEnabled)
 				gemmEnabled = on
+				start := cpuTime()
 				for b.Loop() {
 					p.MatMul(out, m, x, batch)
+				}
+				if d := cpuTime() - start; d > 0 {
+					b.ReportMetric(2*float64(rows*cols*batch)*float64(b.N)/d.Seconds()/1e9, "GFLOP/cpu-s")
 				}
 				flop := 2 * float64(rows*cols*batch)
 				rate := flop * float64(b.N) / b.Elapsed().Seconds()

@@ -6,12 +6,13 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
 
 //go:noescape
-func gemmK16(w *byte, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
+func gemmK16(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
 
 // gemmPackK lays out, for each group g of sixteen tokens, the tokens'
 // scales per super-block (xd16[(g·nsb+b)·16+t]) and their 16-value sums
@@ -39,40 +40,43 @@ func gemmPackK(a *activation) {
 }
 
 // kRowScratch is one row unpacked for gemmK16: per super-block its 256
-// values and 128 int16 scales (w), its 16 min multipliers and two float
-// factors (wm).
+// values (q), 128 int16 scales, eight per sub-block half-group (sv), and
+// its 16 min multipliers and two float factors (wm, 40 bytes).
 type kRowScratch struct {
-	w, wm []byte
+	q, wm []byte
+	sv    []uint64 // int16 ×4 per word
 	scl   []int16
 }
 
 var kRowPool = sync.Pool{New: func() any { return new(kRowScratch) }}
 
-// unpackKRow fills s from encoded row of type t (Q4_K or Q6_K).
+// unpack fills s from encoded row of type t (Q4_K or Q6_K).
 func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
 	le := binary.LittleEndian
 	kScales(t, row, s.scl)
+	if t == gguf.Q4_K {
+		q4kUnpack(&row[0], nsb, &s.q[0])
+	} else {
+		q6kUnpack(&row[0], nsb, &s.q[0])
+	}
+	const rep = 0x0001000100010001
 	for b := 0; b < nsb; b++ {
-		w := s.w[512*b : 512*b+512]
 		wm := s.wm[40*b : 40*b+40]
 		sc := s.scl[32*b : 32*b+32]
+		sv := s.sv[32*b : 32*b+32]
 		var d, dm float32
 		if t == gguf.Q4_K {
-			q4kUnpack(&row[144*b], 1, &w[0])
 			d, dm = f16At(row, 144*b), f16At(row, 144*b+2)
+			for g := 0; g < 8; g++ {
+				v := uint64(uint16(sc[g])) * rep
+				sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = v, v, v, v
+			}
 		} else {
-			q6kUnpack(&row[210*b], 1, &w[0])
 			d = f16At(row, 210*b+q6kOffD)
 			dm = d
-		}
-		for g := 0; g < 8; g++ {
-			lo, hi := sc[g], sc[g]
-			if t == gguf.Q6_K {
-				lo, hi = sc[2*g], sc[2*g+1]
-			}
-			for l := 0; l < 8; l++ {
-				le.PutUint16(w[256+2*(16*g+l):], uint16(lo))
-				le.PutUint16(w[256+2*(16*g+8+l):], uint16(hi))
+			for g := 0; g < 8; g++ {
+				lo, hi := uint64(uint16(sc[2*g]))*rep, uint64(uint16(sc[2*g+1]))*rep
+				sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = lo, lo, hi, hi
 			}
 		}
 		for j := 0; j < 16; j++ {
@@ -88,11 +92,12 @@ func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
 func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	nsb, rb := a.cols/256, m.rowBytes()
 	s := kRowPool.Get().(*kRowScratch)
-	s.w, s.wm, s.scl = grow(s.w, 512*nsb), grow(s.wm, 40*nsb), grow(s.scl, 32*nsb)
+	s.q, s.sv, s.wm, s.scl = grow(s.q, 256*nsb), grow(s.sv, 32*nsb), grow(s.wm, 40*nsb), grow(s.scl, 32*nsb)
+	sv := (*int16)(unsafe.Pointer(&s.sv[0]))
 	for r := r0; r < r1; r++ {
 		s.unpack(m.Type, m.Data[r*rb:(r+1)*rb], nsb)
 		for gi := 0; gi < a.gp.groups; gi++ {
-			gemmK16(&s.w[0], &s.wm[0], &a.qs[16*gi*a.cols], a.cols,
+			gemmK16(&s.q[0], sv, &s.wm[0], &a.qs[16*gi*a.cols], a.cols,
 				&a.gp.d16[gi*nsb*16], &a.gp.bsT[gi*nsb*128], nsb, &out[16*gi*m.Rows+r], 4*m.Rows)
 		}
 	}

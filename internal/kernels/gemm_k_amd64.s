@@ -57,20 +57,21 @@
 	VMOVSS  X, (R11)           \
 	ADDQ    R9, R11
 
-// func gemmK16(w *byte, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
-// w: per super-block 256 values then 128 int16 scales; wm: per super-block
+// func gemmK16(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
+// q: per super-block its 256 values; sv: its 128 int16 scales; wm: per super-block
 // 16 int16 min multipliers, then d and the min factor as float32 (40
 // bytes); xq: token 0's activations, stride bytes between tokens; xd16 and
 // bsT: the group's scales (16 per super-block) and activation sums as
 // int16 pairs transposed (8 pairs × 16 tokens per super-block); out + t×ostride.
-TEXT ·gemmK16(SB), NOSPLIT, $128-72
-	MOVQ w+0(FP), SI
-	MOVQ wm+8(FP), R10
-	MOVQ xq+16(FP), R8
-	MOVQ stride+24(FP), R9
-	MOVQ xd16+32(FP), DX
-	MOVQ bsT+40(FP), DI
-	MOVQ nsb+48(FP), CX
+TEXT ·gemmK16(SB), NOSPLIT, $128-80
+	MOVQ q+0(FP), SI
+	MOVQ sv+8(FP), R11
+	MOVQ wm+16(FP), R10
+	MOVQ xq+24(FP), R8
+	MOVQ stride+32(FP), R9
+	MOVQ xd16+40(FP), DX
+	MOVQ bsT+48(FP), DI
+	MOVQ nsb+56(FP), CX
 	LEAQ (R9)(R9*2), AX
 	LEAQ (R8)(R9*4), R12
 	LEAQ (R12)(R9*4), R13
@@ -98,10 +99,10 @@ loop:
 	VMOVDQU64    64(SI), Z17
 	VMOVDQU64    128(SI), Z18
 	VMOVDQU64    192(SI), Z19
-	VMOVDQU64    256(SI), Z20
-	VMOVDQU64    320(SI), Z21
-	VMOVDQU64    384(SI), Z22
-	VMOVDQU64    448(SI), Z23
+	VMOVDQU64    0(R11), Z20
+	VMOVDQU64    64(R11), Z21
+	VMOVDQU64    128(R11), Z22
+	VMOVDQU64    192(R11), Z23
 	VBROADCASTSS 32(R10), Z25
 	VMULPS       (DX), Z25, Z25
 	VMOVUPS      Z25, 0(SP)
@@ -122,7 +123,8 @@ loop:
 	TOK4(R12, 16, Y4, Y5, Y6, Y7)
 	TOK4(R13, 32, Y8, Y9, Y10, Y11)
 	TOK4(BX, 48, Y12, Y13, Y14, Y15)
-	ADDQ $512, SI
+	ADDQ $256, SI
+	ADDQ $256, R11
 	ADDQ $40, R10
 	ADDQ $64, DX
 	ADDQ $512, DI
@@ -134,8 +136,8 @@ loop:
 	JNZ  loop
 
 	VMOVUPS Z24, 64(SP)
-	MOVQ out+56(FP), R11
-	MOVQ ostride+64(FP), R9
+	MOVQ out+64(FP), R11
+	MOVQ ostride+72(FP), R9
 	OUT(Y0, X0, 0)
 	OUT(Y1, X1, 1)
 	OUT(Y2, X2, 2)
