@@ -3,8 +3,6 @@
 package kernels
 
 import (
-	"encoding/binary"
-	"unsafe"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 	"golang.org/x/sys/cpu"
@@ -12,6 +10,12 @@ import (
 
 //go:noescape
 func gemmQ8x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+
+//go:noescape
+func gemmPackQ8Pair(dst *byte, s0, s1 *int8, nb int)
+
+//go:noescape
+func gemmPackFPair(dst *float32, s0, s1 *float32, n8 int)
 
 //go:noescape
 func gemmF16x8(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
@@ -94,21 +98,13 @@ func gemmPackQ8(a *activation) {
 	a.gp.groups = g
 	a.gp.xq = grow(a.gp.xq, g*16*cols)
 	a.gp.d16 = grow(a.gp.d16, g*16*nb)
-	qs := int8Bytes(a.qs)
 	xq, d16 := a.gp.xq, a.gp.d16
 	for gi := 0; gi < g; gi++ {
+		for p := 0; p < 8; p++ {
+			t0 := 16*gi + 2*p
+			gemmPackQ8Pair(&xq[gi*nb*512+64*p], &a.qs[t0*cols], &a.qs[(t0+1)*cols], nb)
+		}
 		for b := 0; b < nb; b++ {
-			dst := xq[(gi*nb+b)*512:]
-			for p := 0; p < 8; p++ {
-				t0 := 16*gi + 2*p
-				s0 := qs[t0*cols+32*b:]
-				s1 := qs[(t0+1)*cols+32*b:]
-				o := dst[64*p : 64*p+64]
-				for l := 0; l < 8; l++ {
-					binary.LittleEndian.PutUint32(o[8*l:], binary.LittleEndian.Uint32(s0[4*l:])^0x80808080)
-					binary.LittleEndian.PutUint32(o[8*l+4:], binary.LittleEndian.Uint32(s1[4*l:])^0x80808080)
-				}
-			}
 			for t := 0; t < 16; t++ {
 				d16[(gi*nb+b)*16+t] = a.d[(16*gi+t)*nb+b]
 			}
@@ -152,15 +148,10 @@ func gemmPackF(a *activation) {
 	g := a.batch / 8
 	a.gp.groups = g
 	a.gp.xf = grow(a.gp.xf, g*8*n8)
-	xf := a.gp.xf
 	for gi := 0; gi < g; gi++ {
-		base := gi * 8 * n8
-		for c := 0; c < n8/8; c++ {
-			dst := xf[base+c*64 : base+c*64+64]
-			for t := 0; t < 8; t++ {
-				src := a.x[(8*gi+t)*cols+8*c:]
-				copy(dst[(t/2)*16+(t%2)*8:(t/2)*16+(t%2)*8+8], src[:8])
-			}
+		for p := 0; p < 4; p++ {
+			t0 := 8*gi + 2*p
+			gemmPackFPair(&a.gp.xf[gi*8*n8+16*p], &a.x[t0*cols], &a.x[(t0+1)*cols], n8)
 		}
 	}
 }
@@ -206,12 +197,4 @@ func rowsGemmF(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		}
 	}
 	gemmFinish(out, m, a, 8, r0, rEnd, r1)
-}
-
-// int8Bytes views qs as bytes.
-func int8Bytes(qs []int8) []byte {
-	if len(qs) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&qs[0])), len(qs))
 }
