@@ -3,7 +3,6 @@
 package kernels
 
 import (
-
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 	"golang.org/x/sys/cpu"
 )
