@@ -52,38 +52,57 @@ var kRowPool = sync.Pool{New: func() any { return new(kRowScratch) }}
 
 // unpack fills s from encoded row of type t (Q4_K or Q6_K).
 func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
+	if t == gguf.Q4_K {
+		s.unpackQ4K(row, nsb)
+		return
+	}
 	le := binary.LittleEndian
 	kScales(t, row, s.scl)
-	if t == gguf.Q4_K {
-		q4kUnpack(&row[0], nsb, &s.q[0])
-	} else {
-		q6kUnpack(&row[0], nsb, &s.q[0])
-	}
+	q6kUnpack(&row[0], nsb, &s.q[0])
 	const rep = 0x0001000100010001
 	for b := 0; b < nsb; b++ {
 		wm := s.wm[40*b : 40*b+40]
 		sc := s.scl[32*b : 32*b+32]
 		sv := s.sv[32*b : 32*b+32]
-		var d, dm float32
-		if t == gguf.Q4_K {
-			d, dm = f16At(row, 144*b), f16At(row, 144*b+2)
-			for g := 0; g < 8; g++ {
-				v := uint64(uint16(sc[g])) * rep
-				sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = v, v, v, v
-			}
-		} else {
-			d = f16At(row, 210*b+q6kOffD)
-			dm = d
-			for g := 0; g < 8; g++ {
-				lo, hi := uint64(uint16(sc[2*g]))*rep, uint64(uint16(sc[2*g+1]))*rep
-				sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = lo, lo, hi, hi
-			}
+		for g := 0; g < 8; g++ {
+			lo, hi := uint64(uint16(sc[2*g]))*rep, uint64(uint16(sc[2*g+1]))*rep
+			sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = lo, lo, hi, hi
 		}
 		for j := 0; j < 16; j++ {
 			le.PutUint16(wm[2*j:], uint16(sc[16+j]))
 		}
+		d := f16At(row, 210*b+q6kOffD)
 		le.PutUint32(wm[32:], math.Float32bits(d))
-		le.PutUint32(wm[36:], math.Float32bits(dm))
+		le.PutUint32(wm[36:], math.Float32bits(d))
+	}
+}
+
+// unpackQ4K is unpack for Q4_K, decoding the packed 6-bit scales and mins
+// straight into the scale words (kScales' decoding, without its
+// intermediate array): byte g of sc is group g's scale, byte j of mn
+// sub-block pair j's min.
+func (s *kRowScratch) unpackQ4K(row []byte, nsb int) {
+	le := binary.LittleEndian
+	q4kUnpack(&row[0], nsb, &s.q[0])
+	const rep = 0x0001000100010001
+	for b := 0; b < nsb; b++ {
+		blk := row[144*b : 144*b+144]
+		sp := blk[q4kOffScales:]
+		a, m, c := le.Uint32(sp), le.Uint32(sp[4:]), le.Uint32(sp[8:])
+		sc := uint64(a&0x3f3f3f3f) | uint64(c&0x0f0f0f0f|(a>>6&0x03030303)<<4)<<32
+		mn := uint64(m&0x3f3f3f3f) | uint64(c>>4&0x0f0f0f0f|(m>>6&0x03030303)<<4)<<32
+		sv := s.sv[32*b : 32*b+32]
+		for g := 0; g < 8; g++ {
+			v := (sc >> (8 * g) & 0xff) * rep
+			sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = v, v, v, v
+		}
+		wm := s.wm[40*b : 40*b+40]
+		for j := 0; j < 4; j++ {
+			m0, m1 := mn>>(16*j)&0xff, mn>>(16*j+8)&0xff
+			le.PutUint64(wm[8*j:], m0*0x00010001|m1*0x00010001<<32)
+		}
+		le.PutUint32(wm[32:], math.Float32bits(f16At(blk, 0)))
+		le.PutUint32(wm[36:], math.Float32bits(f16At(blk, 2)))
 	}
 }
 
