@@ -88,8 +88,10 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 		p.parallelLocked(batch, p.qaFn)
 		p.qa = qaJob{}
 		p.mu.Unlock()
-	case a.block == 256:
+	case a.block == 256 && p == nil:
 		quantizeQ8KBlocks(x[:n], a.qs, a.d)
+	case a.block == 256:
+		quantizeQ8KFast(x[:n], a.qs, a.d) // gemm_q8k_*.go
 	case p == nil:
 		quantizeBlocksRef(x[:n], a.qs, a.d)
 	default:
@@ -134,7 +136,7 @@ type qaJob struct {
 
 func (j *qaJob) item(b int) {
 	cols, nb := j.a.cols, j.a.cols/256
-	quantizeQ8KBlocks(j.x[b*cols:(b+1)*cols], j.a.qs[b*cols:(b+1)*cols], j.a.d[b*nb:(b+1)*nb])
+	quantizeQ8KFast(j.x[b*cols:(b+1)*cols], j.a.qs[b*cols:(b+1)*cols], j.a.d[b*nb:(b+1)*nb])
 }
 
 func grow[T any](s []T, n int) []T {

@@ -5,6 +5,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -182,5 +183,62 @@ func BenchmarkGemm(b *testing.B) {
 			})
 		}
 		p.Close()
+	}
+}
+
+// TestQuantizeQ8KFastEqualsGo compares the AVX-512 Q8_K quantizer with the
+// Go one on random blocks of many magnitudes and on the edge cases: NaN
+// and infinities, all-zero and −0 blocks, denormals whose −127/m
+// overflows, ties of the largest magnitude with either sign first, and
+// values on rounding ties.
+func TestQuantizeQ8KFastEqualsGo(t *testing.T) {
+	if !gemmHasF {
+		t.Skip("skipped: AVX-512 Q8_K quantizer (CPU lacks AVX512F)")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	const nb = 64
+	for iter := 0; iter < 200; iter++ {
+		x := randVec(r, nb*256, float32(math.Ldexp(1, r.IntN(40)-20)))
+		for b := 0; b < nb; b++ {
+			blk := x[256*b : 256*b+256]
+			switch b % 9 {
+			case 1:
+				blk[r.IntN(256)] = float32(math.NaN())
+			case 2:
+				blk[r.IntN(256)] = float32(math.Inf(1 - 2*r.IntN(2)))
+			case 3:
+				clear(blk)
+				if r.IntN(2) == 0 {
+					blk[r.IntN(256)] = float32(math.Copysign(0, -1))
+				}
+			case 4:
+				for i := range blk {
+					blk[i] = math.Float32frombits(uint32(r.IntN(1 << 20)))
+				}
+			case 5:
+				i, j := r.IntN(256), r.IntN(256)
+				blk[i], blk[j] = 3, -3
+			case 6:
+				// m = -127 makes iscale 1: x.5 values land on ties.
+				for i := range blk {
+					blk[i] = float32(r.IntN(255)-127) + 0.5
+				}
+				blk[r.IntN(256)] = -127
+			}
+		}
+		want, got := make([]int8, len(x)), make([]int8, len(x))
+		wd, gd := make([]float32, nb), make([]float32, nb)
+		quantizeQ8KBlocks(x, want, wd)
+		quantizeQ8KFast(x, got, gd)
+		for b := 0; b < nb; b++ {
+			if !sameBits(wd[b], gd[b]) {
+				t.Fatalf("iter %d block %d: d %g, Go %g", iter, b, gd[b], wd[b])
+			}
+		}
+		for i := range want {
+			if want[i] != got[i] {
+				t.Fatalf("iter %d block %d: q[%d] %d, Go %d (x %g)", iter, i/256, i%256, got[i], want[i], x[i])
+			}
+		}
 	}
 }

@@ -10,3 +10,5 @@ var gemmEnabled = false
 func gemmVariant() string { return "" }
 
 func gemmRows(_ gguf.Type, _ *activation, base rowKernel) rowKernel { return base }
+
+func quantizeQ8KFast(x []float32, qs []int8, d []float32) { quantizeQ8KBlocks(x, qs, d) }
