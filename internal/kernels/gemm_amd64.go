@@ -36,16 +36,21 @@ var (
 // gemmEnabled switches the tiles off (tests compare both paths).
 var gemmEnabled = true
 
-// gemmVariant names the prefill tiles in use, for Variants.
+// gemmVariant names the prefill tiles in use, for Variants; the row
+// kernels named after it then serve only what the tiles leave (up to 16
+// tokens, ragged rows and tokens, other types).
 func gemmVariant() string {
-	s := ""
+	var s string
 	if gemmEnabled && gemmHasQ8 {
-		s += "prefill Q8_0: avx512-vnni 2x16 gemm; prefill Q4_K/Q6_K: avx512-vnni 1x16 gemm on unpacked rows; "
+		s += "Q8_0 avx512-vnni 2x16, Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
 	}
 	if gemmEnabled && gemmHasF {
-		s += "prefill F16/BF16/F32: avx512 6x8 gemm; "
+		s += "F16/BF16/F32 avx512 6x8, "
 	}
-	return s
+	if s == "" {
+		return ""
+	}
+	return "prefill >16 tokens: " + s[:len(s)-2] + "; row kernels: "
 }
 
 // gemmRows returns the kernel MatMul runs over a: the gemm tiles for the
