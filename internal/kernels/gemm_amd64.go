@@ -11,6 +11,9 @@ import (
 func gemmQ8x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
 
 //go:noescape
+func gemmQ40x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+
+//go:noescape
 func gemmPackQ8Pair(dst *byte, s0, s1 *int8, nb int)
 
 //go:noescape
@@ -42,7 +45,7 @@ var gemmEnabled = true
 func gemmVariant() string {
 	var s string
 	if gemmEnabled && gemmHasQ8 {
-		s += "Q8_0 avx512-vnni 2x16, Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
+		s += "Q8_0/Q4_0 avx512-vnni 2x16, Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
 	}
 	if gemmEnabled && gemmHasF {
 		s += "F16/BF16/F32 avx512 6x8, "
@@ -63,7 +66,7 @@ func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 		return base
 	}
 	switch {
-	case t == gguf.Q8_0 && gemmHasQ8:
+	case (t == gguf.Q8_0 || t == gguf.Q4_0) && gemmHasQ8:
 		gemmPackQ8(a)
 		gemmViews(a, 16, base)
 		a.gp.rows = 2
@@ -126,7 +129,11 @@ func rowsGemmQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
 			xp, d16 := &a.gp.xq[gi*nb*512], &a.gp.d16[gi*nb*16]
 			o := out[gi*16*m.Rows:]
 			for r := r0; r < rEnd; r += 2 {
-				gemmQ8x16(&m.Data[r*rb], rb, xp, d16, nb, &o[r], 4*m.Rows)
+				if m.Type == gguf.Q8_0 {
+					gemmQ8x16(&m.Data[r*rb], rb, xp, d16, nb, &o[r], 4*m.Rows)
+				} else {
+					gemmQ40x16(&m.Data[r*rb], rb, xp, d16, nb, &o[r], 4*m.Rows)
+				}
 			}
 		}
 	}

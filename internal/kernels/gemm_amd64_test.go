@@ -17,9 +17,9 @@ import (
 func gemmTypes(t *testing.T) []gguf.Type {
 	var ts []gguf.Type
 	if gemmHasQ8 {
-		ts = append(ts, gguf.Q8_0, gguf.Q4_K, gguf.Q6_K)
+		ts = append(ts, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K)
 	} else {
-		t.Log("skipped: Q8_0, Q4_K, Q6_K avx512-vnni gemm (CPU lacks AVX512 F/BW/VL/VNNI)")
+		t.Log("skipped: Q8_0, Q4_0, Q4_K, Q6_K avx512-vnni gemm (CPU lacks AVX512 F/BW/VL/VNNI)")
 	}
 	if gemmHasF {
 		ts = append(ts, gguf.F16, gguf.BF16, gguf.F32)
@@ -66,7 +66,7 @@ func TestGemmEqualsReferenceBitForBit(t *testing.T) {
 	for _, typ := range gemmTypes(t) {
 		colsList := []int{8, 13, 64, 581}
 		switch typ {
-		case gguf.Q8_0:
+		case gguf.Q8_0, gguf.Q4_0:
 			colsList = []int{32, 96, 576}
 		case gguf.Q4_K, gguf.Q6_K:
 			colsList = []int{256, 768}
@@ -159,7 +159,7 @@ func TestGemmIsBatchAndThreadInvariant(t *testing.T) {
 // multiply-add and can exceed 1.
 func BenchmarkGemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.F16, gguf.Q4_K, gguf.F32} {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.F16, gguf.Q4_K, gguf.F32, gguf.Q4_0} {
 		rows, cols, batch := 1536, 576, 512
 		if typ == gguf.Q4_K {
 			rows, cols, batch = 2048, 2048, 128 // the 1B shape's attention, pp128
