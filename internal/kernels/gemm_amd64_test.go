@@ -261,3 +261,24 @@ func fmaPerCPUSecond() float64 {
 	}
 	return fl / (cpuTime() - start).Seconds()
 }
+
+// TestGemmAllocatesNothing: a prefill MatMul through the tiles (with
+// tokens and rows left to the row kernels) reuses its recycled layouts.
+func TestGemmAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race (sync.Pool drops items at random)")
+	}
+	p := NewPool(2)
+	defer p.Close()
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, typ := range gemmTypes(t) {
+		m := gemmMatrix(t, r, typ, 257, 512)
+		batch := 37
+		x := randVec(r, batch*512, 1)
+		out := make([]float32, batch*257)
+		p.MatMul(out, m, x, batch) // warm the recycled buffers
+		if n := testing.AllocsPerRun(20, func() { p.MatMul(out, m, x, batch) }); n > 0.1 {
+			t.Errorf("%s batch %d: %.2f allocations per MatMul, want 0", typ, batch, n)
+		}
+	}
+}
