@@ -42,6 +42,8 @@ type activation struct {
 	// transposed: dT[k*nb*8 + b*8 + t] = d[(8k+t)*nb + b] (32-blocks only),
 	// so a kernel loads the eight scales of a block with one load.
 	dT []float32
+
+	gp gemmPack // the prefill tiles' layout (gemm.go)
 }
 
 // actBlock is the activation block size for weight type t, or 0 when t's
@@ -86,8 +88,10 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 		p.parallelLocked(batch, p.qaFn)
 		p.qa = qaJob{}
 		p.mu.Unlock()
-	case a.block == 256:
+	case a.block == 256 && p == nil:
 		quantizeQ8KBlocks(x[:n], a.qs, a.d)
+	case a.block == 256:
+		quantizeQ8KFast(x[:n], a.qs, a.d) // gemm_q8k_*.go
 	case p == nil:
 		quantizeBlocksRef(x[:n], a.qs, a.d)
 	default:
@@ -132,7 +136,7 @@ type qaJob struct {
 
 func (j *qaJob) item(b int) {
 	cols, nb := j.a.cols, j.a.cols/256
-	quantizeQ8KBlocks(j.x[b*cols:(b+1)*cols], j.a.qs[b*cols:(b+1)*cols], j.a.d[b*nb:(b+1)*nb])
+	quantizeQ8KFast(j.x[b*cols:(b+1)*cols], j.a.qs[b*cols:(b+1)*cols], j.a.d[b*nb:(b+1)*nb])
 }
 
 func grow[T any](s []T, n int) []T {

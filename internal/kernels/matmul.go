@@ -13,11 +13,11 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 	}
 	a := prepareActivation(m.Type, x, batch, m.Cols, p)
 	defer actPool.Put(a)
-	kern := impl.rows(m.Type, m.Cols)
+	kern := gemmRows(m.Type, a, impl.rows(m.Type, m.Cols)) // prefill tiles, gemm_*.go
 	out = out[:batch*m.Rows]
 	// Chunks of rows small enough for dynamic load balancing and for the
 	// chunk's weights to stay in cache while every token tile passes over it.
-	chunk := rowChunk(m, p.threads)
+	chunk := gemmChunk(a, rowChunk(m, p.threads))
 	n := (m.Rows + chunk - 1) / chunk
 	if p.threads == 1 || n == 1 {
 		kern(out, m, a, 0, m.Rows)

@@ -6,7 +6,7 @@ func Variants() string {
 	if impl.name == refKernels.name {
 		return "pure-Go reference kernels"
 	}
-	return "Q4_K/Q6_K: q4kRows/q6kRows ≤16 tokens, unpacked kDotU above; " +
+	return gemmVariant() + "Q4_K/Q6_K: q4kRows/q6kRows ≤16 tokens, unpacked kDotU above; " +
 		"Q8_0/Q4_0: q8 asm tiles; Q4_1/Q5_0/Q5_1/IQ4_NL: fused row kernels per token; " +
 		"Q2_K/Q3_K/Q5_K/IQ4_XS: fused row kernels per token; F16/BF16/F32: 4x1 decode, 2x4 prefill tiles"
 }

@@ -1,0 +1,211 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import (
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func gemmQ8x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+
+//go:noescape
+func gemmQ40x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+
+//go:noescape
+func gemmPackQ8Pair(dst *byte, s0, s1 *int8, nb int)
+
+//go:noescape
+func gemmPackFPair(dst *float32, s0, s1 *float32, n8 int)
+
+//go:noescape
+func gemmF16x8(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
+
+//go:noescape
+func gemmBF16x8(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
+
+//go:noescape
+func gemmF32x8(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
+
+// The tiles' CPU features, decided once. gemmQ8 needs VNNI (VPDPBUSD)
+// and BW/VL for the byte and 256-bit EVEX forms; the float tiles need F
+// and VL (VCVTPH2PS zmm is AVX512F).
+var (
+	gemmHasQ8 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+	gemmHasF  = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+)
+
+// gemmEnabled switches the tiles off (tests compare both paths).
+var gemmEnabled = true
+
+// gemmVariant names the prefill tiles in use, for Variants; the row
+// kernels named after it then serve only what the tiles leave (up to 16
+// tokens, ragged rows and tokens, other types).
+func gemmVariant() string {
+	var s string
+	if gemmEnabled && gemmHasQ8 {
+		s += "Q8_0/Q4_0 avx512-vnni 2x16, Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
+	}
+	if gemmEnabled && gemmHasF {
+		s += "F16/BF16/F32 avx512 6x8, "
+	}
+	if s == "" {
+		return ""
+	}
+	return "prefill >16 tokens: " + s[:len(s)-2] + "; row kernels: "
+}
+
+// gemmRows returns the kernel MatMul runs over a: the gemm tiles for the
+// full token groups of a prefill-sized batch (with base finishing the
+// rest), or base itself. It lays a's activations out for the tile, so it
+// runs once per MatMul, before the rows are shared out.
+func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
+	a.gp.groups = 0
+	if !gemmEnabled || a.batch <= decodeMax || impl.name == refKernels.name {
+		return base
+	}
+	switch {
+	case (t == gguf.Q8_0 || t == gguf.Q4_0) && gemmHasQ8:
+		gemmPackQ8(a)
+		gemmViews(a, 16, base)
+		a.gp.rows = 2
+		return rowsGemmQ8
+	case (t == gguf.Q4_K || t == gguf.Q6_K) && gemmHasQ8:
+		gemmPackK(a)
+		gemmViews(a, 16, base)
+		a.gp.rows = 1
+		return rowsGemmK
+	case (t == gguf.F16 || t == gguf.BF16 || t == gguf.F32) && gemmHasF && a.cols >= 8:
+		gemmPackF(a)
+		gemmViews(a, 8, base)
+		a.gp.rows = 6
+		return rowsGemmF
+	}
+	return base
+}
+
+func gemmViews(a *activation, group int, base rowKernel) {
+	a.gp.base = base
+	if a.gp.head == nil {
+		a.gp.head, a.gp.tail = new(activation), new(activation)
+	}
+	n := a.gp.groups * group
+	a.view(a.gp.head, 0, n)
+	a.view(a.gp.tail, n, a.batch)
+}
+
+// gemmPackQ8 lays out each group g of sixteen tokens, per block b, as
+// eight 64-byte token pairs: dword 2l+k of pair p is bytes 4l..4l+3 of
+// token 16g+2p+k's block, each byte x stored as x^0x80 = x+128 (unsigned,
+// for VPDPBUSD); and d16[(g·nb+b)·16+t] = token 16g+t's scale of block b.
+func gemmPackQ8(a *activation) {
+	cols, nb := a.cols, a.cols/32
+	g := a.batch / 16
+	a.gp.groups = g
+	a.gp.xq = grow(a.gp.xq, g*16*cols)
+	a.gp.d16 = grow(a.gp.d16, g*16*nb)
+	xq, d16 := a.gp.xq, a.gp.d16
+	for gi := 0; gi < g; gi++ {
+		for p := 0; p < 8; p++ {
+			t0 := 16*gi + 2*p
+			gemmPackQ8Pair(&xq[gi*nb*512+64*p], &a.qs[t0*cols], &a.qs[(t0+1)*cols], nb)
+		}
+		for b := 0; b < nb; b++ {
+			for t := 0; t < 16; t++ {
+				d16[(gi*nb+b)*16+t] = a.d[(16*gi+t)*nb+b]
+			}
+		}
+	}
+}
+
+// rowsGemmQ8 runs gemmQ8x16 over row pairs × full groups, and the row
+// kernel over the odd last row and the tokens past the last group.
+func rowsGemmQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	g, nb, rb := a.gp.groups, a.cols/32, m.rowBytes()
+	rEnd := r0 + (r1-r0)&^1
+	if rEnd > r0 {
+		for gi := 0; gi < g; gi++ {
+			xp, d16 := &a.gp.xq[gi*nb*512], &a.gp.d16[gi*nb*16]
+			o := out[gi*16*m.Rows:]
+			for r := r0; r < rEnd; r += 2 {
+				if m.Type == gguf.Q8_0 {
+					gemmQ8x16(&m.Data[r*rb], rb, xp, d16, nb, &o[r], 4*m.Rows)
+				} else {
+					gemmQ40x16(&m.Data[r*rb], rb, xp, d16, nb, &o[r], 4*m.Rows)
+				}
+			}
+		}
+	}
+	gemmFinish(out, m, a, 16, r0, rEnd, r1)
+}
+
+// gemmFinish runs the base row kernel over rows [rEnd, r1) of the grouped
+// tokens and over every row of the tokens past them.
+func gemmFinish(out []float32, m *Matrix, a *activation, group, r0, rEnd, r1 int) {
+	n := a.gp.groups * group
+	if rEnd < r1 {
+		a.gp.base(out, m, a.gp.head, rEnd, r1)
+	}
+	if n < a.batch {
+		a.gp.base(out[n*m.Rows:], m, a.gp.tail, r0, r1)
+	}
+}
+
+// gemmPackF lays out each group g of eight tokens, per eight columns c,
+// as four 16-float token pairs: x[2p][8c..8c+8] then x[2p+1][8c..8c+8].
+func gemmPackF(a *activation) {
+	cols, n8 := a.cols, a.cols&^7
+	g := a.batch / 8
+	a.gp.groups = g
+	a.gp.xf = grow(a.gp.xf, g*8*n8)
+	for gi := 0; gi < g; gi++ {
+		for p := 0; p < 4; p++ {
+			t0 := 8*gi + 2*p
+			gemmPackFPair(&a.gp.xf[gi*8*n8+16*p], &a.x[t0*cols], &a.x[(t0+1)*cols], n8)
+		}
+	}
+}
+
+func gemmFTile(t gguf.Type, w *byte, rb int, xp *float32, n8 int, out *float32, stride int) {
+	switch t {
+	case gguf.F16:
+		gemmF16x8(w, rb, xp, n8, out, stride)
+	case gguf.BF16:
+		gemmBF16x8(w, rb, xp, n8, out, stride)
+	default:
+		gemmF32x8(w, rb, xp, n8, out, stride)
+	}
+}
+
+// rowsGemmF runs the six-row float tile over full groups; columns past
+// the last multiple of eight continue each result's FMA chain as
+// dotFloatRef does.
+func rowsGemmF(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	g, rb, cols := a.gp.groups, m.rowBytes(), a.cols
+	n8 := cols &^ 7
+	rEnd := r0 + (r1-r0)/6*6
+	if rEnd > r0 {
+		for gi := 0; gi < g; gi++ {
+			xp := &a.gp.xf[gi*8*n8]
+			o := out[gi*8*m.Rows:]
+			for r := r0; r < rEnd; r += 6 {
+				gemmFTile(m.Type, &m.Data[r*rb], rb, xp, n8, &o[r], 4*m.Rows)
+			}
+		}
+		if n8 != cols {
+			for b := 0; b < g*8; b++ {
+				x := a.x[b*cols : (b+1)*cols]
+				for r := r0; r < rEnd; r++ {
+					w := m.row(r)
+					s := out[b*m.Rows+r]
+					for i := n8; i < cols; i++ {
+						s = fma32(weightAt(m.Type, w, i), x[i], s)
+					}
+					out[b*m.Rows+r] = s
+				}
+			}
+		}
+	}
+	gemmFinish(out, m, a, 8, r0, rEnd, r1)
+}

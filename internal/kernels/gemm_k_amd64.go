@@ -1,0 +1,125 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+)
+
+//go:noescape
+func gemmK16(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
+
+// gemmPackK lays out, for each group g of sixteen tokens, the tokens'
+// scales per super-block (xd16[(g·nsb+b)·16+t]) and their 16-value sums
+// as int16 pairs transposed: bsT[((g·nsb+b)·8+i)·16+t] holds bsum 2i
+// (low half) and 2i+1 (high half) of token 16g+t's super-block b. The
+// int8 activations themselves are read in place.
+func gemmPackK(a *activation) {
+	nsb := a.cols / 256
+	g := a.batch / 16
+	a.gp.groups = g
+	a.gp.d16 = grow(a.gp.d16, g*16*nsb)
+	a.gp.bsT = grow(a.gp.bsT, g*16*nsb*8)
+	for gi := 0; gi < g; gi++ {
+		for b := 0; b < nsb; b++ {
+			for t := 0; t < 16; t++ {
+				tok := 16*gi + t
+				a.gp.d16[(gi*nsb+b)*16+t] = a.d[tok*nsb+b]
+				bs := a.bsum[tok*a.cols/16+16*b:]
+				for i := 0; i < 8; i++ {
+					a.gp.bsT[((gi*nsb+b)*8+i)*16+t] = int32(uint32(uint16(bs[2*i])) | uint32(uint16(bs[2*i+1]))<<16)
+				}
+			}
+		}
+	}
+}
+
+// kRowScratch is one row unpacked for gemmK16: per super-block its 256
+// values (q), 128 int16 scales, eight per sub-block half-group (sv), and
+// its 16 min multipliers and two float factors (wm, 40 bytes).
+type kRowScratch struct {
+	q, wm []byte
+	sv    []uint64 // int16 ×4 per word
+	scl   []int16
+}
+
+var kRowPool = sync.Pool{New: func() any { return new(kRowScratch) }}
+
+// unpack fills s from encoded row of type t (Q4_K or Q6_K).
+func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
+	if t == gguf.Q4_K {
+		s.unpackQ4K(row, nsb)
+		return
+	}
+	le := binary.LittleEndian
+	kScales(t, row, s.scl)
+	q6kUnpack(&row[0], nsb, &s.q[0])
+	const rep = 0x0001000100010001
+	for b := 0; b < nsb; b++ {
+		wm := s.wm[40*b : 40*b+40]
+		sc := s.scl[32*b : 32*b+32]
+		sv := s.sv[32*b : 32*b+32]
+		for g := 0; g < 8; g++ {
+			lo, hi := uint64(uint16(sc[2*g]))*rep, uint64(uint16(sc[2*g+1]))*rep
+			sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = lo, lo, hi, hi
+		}
+		for j := 0; j < 16; j++ {
+			le.PutUint16(wm[2*j:], uint16(sc[16+j]))
+		}
+		d := f16At(row, 210*b+q6kOffD)
+		le.PutUint32(wm[32:], math.Float32bits(d))
+		le.PutUint32(wm[36:], math.Float32bits(d))
+	}
+}
+
+// unpackQ4K is unpack for Q4_K, decoding the packed 6-bit scales and mins
+// straight into the scale words (kScales' decoding, without its
+// intermediate array): byte g of sc is group g's scale, byte j of mn
+// sub-block pair j's min.
+func (s *kRowScratch) unpackQ4K(row []byte, nsb int) {
+	le := binary.LittleEndian
+	q4kUnpack(&row[0], nsb, &s.q[0])
+	const rep = 0x0001000100010001
+	for b := 0; b < nsb; b++ {
+		blk := row[144*b : 144*b+144]
+		sp := blk[q4kOffScales:]
+		a, m, c := le.Uint32(sp), le.Uint32(sp[4:]), le.Uint32(sp[8:])
+		sc := uint64(a&0x3f3f3f3f) | uint64(c&0x0f0f0f0f|(a>>6&0x03030303)<<4)<<32
+		mn := uint64(m&0x3f3f3f3f) | uint64(c>>4&0x0f0f0f0f|(m>>6&0x03030303)<<4)<<32
+		sv := s.sv[32*b : 32*b+32]
+		for g := 0; g < 8; g++ {
+			v := (sc >> (8 * g) & 0xff) * rep
+			sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = v, v, v, v
+		}
+		wm := s.wm[40*b : 40*b+40]
+		for j := 0; j < 4; j++ {
+			m0, m1 := mn>>(16*j)&0xff, mn>>(16*j+8)&0xff
+			le.PutUint64(wm[8*j:], m0*0x00010001|m1*0x00010001<<32)
+		}
+		le.PutUint32(wm[32:], math.Float32bits(f16At(blk, 0)))
+		le.PutUint32(wm[36:], math.Float32bits(f16At(blk, 2)))
+	}
+}
+
+// rowsGemmK unpacks each row once and meets it with every full group of
+// sixteen tokens (gemmK16); the base kernel takes the tokens past them.
+func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	nsb, rb := a.cols/256, m.rowBytes()
+	s := kRowPool.Get().(*kRowScratch)
+	s.q, s.sv, s.wm, s.scl = grow(s.q, 256*nsb), grow(s.sv, 32*nsb), grow(s.wm, 40*nsb), grow(s.scl, 32*nsb)
+	sv := (*int16)(unsafe.Pointer(&s.sv[0]))
+	for r := r0; r < r1; r++ {
+		s.unpack(m.Type, m.Data[r*rb:(r+1)*rb], nsb)
+		for gi := 0; gi < a.gp.groups; gi++ {
+			gemmK16(&s.q[0], sv, &s.wm[0], &a.qs[16*gi*a.cols], a.cols,
+				&a.gp.d16[gi*nsb*16], &a.gp.bsT[gi*nsb*128], nsb, &out[16*gi*m.Rows+r], 4*m.Rows)
+		}
+	}
+	kRowPool.Put(s)
+	gemmFinish(out, m, a, 16, r0, r1, r1)
+}

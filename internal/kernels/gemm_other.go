@@ -1,0 +1,14 @@
+//go:build !amd64 || noasm
+
+package kernels
+
+import "github.com/bulkhead-llm/bulkhead/internal/gguf"
+
+// Without the assembly there are no prefill tiles.
+var gemmEnabled = false
+
+func gemmVariant() string { return "" }
+
+func gemmRows(_ gguf.Type, _ *activation, base rowKernel) rowKernel { return base }
+
+func quantizeQ8KFast(x []float32, qs []int8, d []float32) { quantizeQ8KBlocks(x, qs, d) }
