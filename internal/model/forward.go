@@ -53,9 +53,17 @@ func (m *Model) ForwardLayers(kv KVStore, seqs []Seq, afterLayer func(n int)) ([
 		for i, tok := range sq.Tokens {
 			m.embd.DequantizeRow(s.x[t*E:(t+1)*E], int(tok))
 			s.pos[t] = sq.Pos + i
-			ropeAngles(s.ropeCS[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeFreqs, sq.Pos+i)
+			if m.ggmlTheta != 0 {
+				ggmlRopeAngles(s.ropeCS[t*c.RopeDim:(t+1)*c.RopeDim], m.ggmlTheta, sq.Pos+i)
+			} else {
+				ropeAngles(s.ropeCS[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeFreqs, sq.Pos+i)
+			}
 			if m.ropeSWA != nil {
-				ropeAngles(s.ropeCSLocal[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeSWA, sq.Pos+i)
+				if m.ggmlThetaSWA != 0 {
+					ggmlRopeAngles(s.ropeCSLocal[t*c.RopeDim:(t+1)*c.RopeDim], m.ggmlThetaSWA, sq.Pos+i)
+				} else {
+					ropeAngles(s.ropeCSLocal[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeSWA, sq.Pos+i)
+				}
 			}
 			if c.Gemma {
 				scaleBy(s.x[t*E:(t+1)*E], float32(math.Sqrt(float64(E))))
@@ -149,8 +157,12 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 		if c.Local(li) && m.ropeSWA != nil {
 			cs = s.ropeCSLocal[t*c.RopeDim : (t+1)*c.RopeDim]
 		}
-		applyRope(q, c.Heads, c.HeadDim, cs, c.RopeStyle)
-		applyRope(k, c.KVHeads, c.HeadDim, cs, c.RopeStyle)
+		rope := applyRope
+		if m.ggmlTheta != 0 {
+			rope = applyRopeGGML
+		}
+		rope(q, c.Heads, c.HeadDim, cs, c.RopeStyle)
+		rope(k, c.KVHeads, c.HeadDim, cs, c.RopeStyle)
 	}
 	m.storeKV(li, kv, seqs)
 	m.attend(li, kv, seqs)

@@ -30,9 +30,12 @@ const (
 	geluCoefA   = 0.044715
 )
 
-// geluF32 is ggml's GELU-tanh formula in float32.
+// geluF32 is ggml's GELU-tanh formula in float32, rounded as ggml's
+// compiled C rounds it: contraction fuses 1 + (a·x)·x into one
+// multiply-add; the other products and sums round one by one.
 func geluF32(x float32) float32 {
-	return 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+geluCoefA*x*x)))))
+	inner := fma32(geluCoefA*x, x, 1)
+	return 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*inner))))
 }
 
 // geluGGML is GELU as ggml's CPU op computes it: for |x| < 10 the input is

@@ -18,6 +18,11 @@ type Options struct {
 	// cache attend as ggml's CPU flash attention does (attention_ggml.go):
 	// slower, for comparing with llama.cpp's default references.
 	GGMLFlashAttention bool
+	// GGMLRope computes rope angles and rotations with ggml's float32
+	// rounding (ggmlRopeAngles, applyRopeGGML) instead of float64 angles,
+	// for test comparisons with llama.cpp. Ignored for files with rope
+	// scaling or per-pair frequency factors.
+	GGMLRope bool
 }
 
 // layer holds one transformer block's weights.
@@ -47,6 +52,9 @@ type Model struct {
 	ropeSWA    []float64 // local layers' frequencies (gemma3)
 	attnScale  float32
 	ggmlFA     bool  // Options.GGMLFlashAttention
+	// ggmlTheta, ggmlThetaSWA: the float32 angle ratios of Options.GGMLRope
+	// (0 when off).
+	ggmlTheta, ggmlThetaSWA float32
 	weightSize int64 // bytes of the matrices one decode token reads
 
 	pool   *kernels.Pool
@@ -138,6 +146,12 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		swa := m.Config
 		swa.RopeBase = c.RopeBaseSWA
 		m.ropeSWA = ropeFreqs(&swa, factors)
+	}
+	if opts.GGMLRope && factors == nil && (c.RopeScale.Type == "" || c.RopeScale.Type == "none") {
+		m.ggmlTheta = ggmlThetaScale(c.RopeBase, c.RopeDim)
+		if m.ropeSWA != nil {
+			m.ggmlThetaSWA = ggmlThetaScale(c.RopeBaseSWA, c.RopeDim)
+		}
 	}
 	for _, l := range m.layers {
 		for _, w := range []*kernels.Matrix{l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown} {
