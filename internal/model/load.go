@@ -44,18 +44,18 @@ type layer struct {
 type Model struct {
 	Config Config
 
-	embd       *kernels.Matrix
-	outNorm    []float32
-	output     *kernels.Matrix
-	layers     []layer
-	ropeFreqs  []float64
-	ropeSWA    []float64 // local layers' frequencies (gemma3)
-	attnScale  float32
-	ggmlFA     bool  // Options.GGMLFlashAttention
+	embd      *kernels.Matrix
+	outNorm   []float32
+	output    *kernels.Matrix
+	layers    []layer
+	ropeFreqs []float64
+	ropeSWA   []float64 // local layers' frequencies (gemma3)
+	attnScale float32
+	ggmlFA    bool // Options.GGMLFlashAttention
 	// ggmlTheta, ggmlThetaSWA: the float32 angle ratios of Options.GGMLRope
 	// (0 when off).
 	ggmlTheta, ggmlThetaSWA float32
-	weightSize int64 // bytes of the matrices one decode token reads
+	weightSize              int64 // bytes of the matrices one decode token reads
 
 	pool   *kernels.Pool
 	serial *kernels.Pool // one thread, for matmuls inside a pool task
