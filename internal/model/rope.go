@@ -82,14 +82,13 @@ func ggmlThetaScale(base float64, ropeDim int) float32 {
 
 // ggmlRopeAngles fills cs as ggml's rope cache does (Options.GGMLRope):
 // the angle is a float32 running product, θ = pos, then θ ×= thetaScale
-// for each pair, and cos/sin are those of that float32 angle. The result
-// differs from ropeAngles' float64 angles in the last bits, more so at
-// long positions.
+// for each pair, and cos/sin are glibc's of that float32 angle
+// (sincosfGLIBC). The result differs from ropeAngles' float64 angles in
+// the last bits, more so at long positions.
 func ggmlRopeAngles(cs []float32, thetaScale float32, pos int) {
 	theta := float32(pos)
 	for i := 0; i < len(cs)/2; i++ {
-		cs[2*i] = float32(math.Cos(float64(theta)))
-		cs[2*i+1] = float32(math.Sin(float64(theta)))
+		cs[2*i+1], cs[2*i] = sincosfGLIBC(theta)
 		theta *= thetaScale
 	}
 }
