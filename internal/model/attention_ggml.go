@@ -119,7 +119,7 @@ func (m *Model) attendHeadGGML(li int, kv KVStore, sq *Seq, head, first, total i
 		lo := c.windowStart(li, pos)
 		nkv := (pos + ggmlKVPad) / ggmlKVPad * ggmlKVPad
 		switch {
-		case total >= ggmlFATile:
+		case total >= ggmlFATile && hd%16 == 0: // ggml tiles only whole 16-lane rows
 			m.tiledGGML(g, q32, lo, pos, scale, out)
 		case total == 1 && nkv >= ggmlSplitKV:
 			m.splitGGML(g, q16, acc, lo, pos, nkv, scale, out)

@@ -23,6 +23,11 @@ type Options struct {
 	// for test comparisons with llama.cpp. Ignored for files with rope
 	// scaling or per-pair frequency factors.
 	GGMLRope bool
+	// GGMLFloatMatMul computes products with F32 and F16 weights as
+	// ggml's CPU backend does (matmul_ggml.go: F16-rounded activations,
+	// tinyBLAS or vec_dot order by the operation's token count), for test
+	// comparisons with llama.cpp. Slow; quantized matrices are unaffected.
+	GGMLFloatMatMul bool
 }
 
 // layer holds one transformer block's weights.
@@ -52,6 +57,7 @@ type Model struct {
 	ropeSWA   []float64 // local layers' frequencies (gemma3)
 	attnScale float32
 	ggmlFA    bool // Options.GGMLFlashAttention
+	ggmlMM    bool // Options.GGMLFloatMatMul
 	// ggmlTheta, ggmlThetaSWA: the float32 angle ratios of Options.GGMLRope
 	// (0 when off).
 	ggmlTheta, ggmlThetaSWA float32
@@ -168,6 +174,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	m.weightSize += int64(len(m.output.Data))
 	m.pool = kernels.NewPool(max(opts.Threads, 1))
 	m.ggmlFA = opts.GGMLFlashAttention
+	m.ggmlMM = opts.GGMLFloatMatMul
 	m.serial = kernels.NewPool(1)
 	m.bindAttention()
 	return m, nil
