@@ -30,12 +30,9 @@ const (
 	geluCoefA   = 0.044715
 )
 
-// geluF32 is ggml's GELU-tanh formula in float32, rounded as ggml's
-// compiled C rounds it: contraction fuses 1 + (a·x)·x into one
-// multiply-add; the other products and sums round one by one.
+// geluF32 is ggml's GELU-tanh formula in float32.
 func geluF32(x float32) float32 {
-	inner := fma32(geluCoefA*x, x, 1)
-	return 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*inner))))
+	return 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+geluCoefA*x*x)))))
 }
 
 // geluGGML is GELU as ggml's CPU op computes it: for |x| < 10 the input is
