@@ -46,34 +46,65 @@ func f32MathRef(stem string) string {
 }
 
 // defaultTolerance bounds |Δ logprob| against the default reference (F16
-// KV, flash attention), which TestZoo runs with an F16 KV cache and the
-// emulation of ggml's one-chunk flash attention (attention_ggml.go).
-// Measured there (BULKHEAD_LONG=1, 41 files): F32 7.1e-3 (1.24e-2 with
-// the production attention, so 1e-2 needs the emulation); F16 up to
-// 3.5e-2 and BF16 6.0e-2, which are the activations llama.cpp rounds to
-// F16/BF16 before F16/BF16 matrices and bulkhead does not, hence 3.5e-2 and
-// 6.5e-2; int8 activations up to 0.34 on prompts of fewer than 64 tokens
-// (0.45 with the production attention), hence 0.4, and 0.61 on the
-// 296-token prompt, whose batch takes ggml's tiled path (not emulated)
-// and whose decode steps see 512 padded KV cells, where ggml may split the
-// KV across threads, hence 1.0 there.
-func defaultTolerance(f *gguf.File, promptLen int) float64 {
-	if !exactPath(f) {
-		if promptLen >= ggmlFATile {
-			return 1.0
-		}
-		return 0.4
+// KV, flash attention), which TestZoo runs as llama.cpp ran it: an F16 KV
+// cache and the emulations of ggml's flash attention, rope cache and
+// F32/F16 products (Options.GGMLFlashAttention, GGMLRope,
+// GGMLFloatMatMul). Measured there (BULKHEAD_LONG=1, 41 files, before →
+// after the emulations and the Q6_K/RMSNorm rounding fixes):
+//
+//   - int8 activations on types whose ggml order bulkhead follows (every
+//     matrix Q8_0, Q6_K, Q5_K, Q5_0, Q5_1, Q4_1, Q3_K or IQ4_XS; 19
+//     files): short prompts 0.17–0.34 → ≤ 8.6e-6, hence 1e-4 (the zoo
+//     README's exact-path figure); the 296-token prompt ≤ 1.3e-5 on 13 of
+//     them, 0.013–0.18 on IQ4_XS, Q5_0, qwen3 Q8_0/Q6_K (not explained),
+//     hence 0.2, and 0.18–0.24 on gemma3, whose sliding-window layers
+//     llama.cpp keeps in a separate, pruned KV cache whose cell order is
+//     not emulated, hence 0.3.
+//   - files with Q4_0, Q4_K or IQ4_NL (repacked by llama.cpp on x86 into
+//     interleaved layouts with their own kernels, not emulated) or Q2_K
+//     (whose ggml dot order, min term in the lane accumulator first, is
+//     not followed): up to 0.30, hence 0.35. llama.cpp's own repacked and
+//     plain kernels differ by up to 0.13 (zoo README).
+//   - int8 activations with F16 matrices (the two quantized stories260K):
+//     0.058 on one prompt, ≤ 1.7e-6 on the others, hence 0.1.
+//   - F32 4.5e-3 (was 7.7e-3), hence 6e-3; F16 2.0e-2 (3.5e-2), hence
+//     2.5e-2; BF16 6.0e-2 (BF16 products not emulated), hence 6.5e-2.
+func defaultTolerance(f *gguf.File, c *Config, promptLen int) float64 {
+	switch {
+	case unmatchedOrder(f):
+		return 0.35
+	case !exactPath(f) && halfMatrices(f):
+		return 0.1
+	case !exactPath(f) && promptLen < ggmlFATile:
+		return 1e-4
+	case !exactPath(f) && c.SlidingWindow > 0:
+		return 0.3
+	case !exactPath(f):
+		return 0.2
 	}
-	tol := 1e-2
+	tol := 6e-3
 	for _, ti := range f.Tensors {
 		switch ti.Type {
 		case gguf.BF16:
 			return 6.5e-2
 		case gguf.F16:
-			tol = 3.5e-2
+			tol = 2.5e-2
 		}
 	}
 	return tol
+}
+
+// unmatchedOrder reports whether f has matrices whose products llama.cpp
+// computes in an order bulkhead does not follow: Q4_0, Q4_K and IQ4_NL
+// (repacked on x86) and Q2_K.
+func unmatchedOrder(f *gguf.File) bool {
+	for _, ti := range f.Tensors {
+		switch ti.Type {
+		case gguf.Q4_0, gguf.Q4_K, gguf.IQ4_NL, gguf.Q2_K:
+			return true
+		}
+	}
+	return false
 }
 
 // halfMatrices reports whether f has F16 or BF16 tensors, whose products
@@ -109,13 +140,13 @@ func exactPath(f *gguf.File) bool {
 //     continuation in chunks of 64: ≤ 1e-4 when the computation is exact
 //     in F32, otherwise ≤ 1.0 (the zoo README's int8-activation spread);
 //   - against the default reference as llama.cpp ran it: an F16 KV cache,
-//     the prompt as one batch and the continuation in batches of fewer
-//     than 64 tokens, so every batch under 64 tokens attends through the
-//     emulation of ggml's flash attention (defaultTolerance). A quantized
-//     file with no F16/BF16 matrix must moreover agree to 1e-4 at step 0 of
-//     at least one short prompt: that step runs llama.cpp's own batch path
-//     op for op (71 of the 90 such prompts do; 0 with the production
-//     attention, whose step 0 is 0.03–0.35 off).
+//     the prompt as one batch returning only its last logits, then one
+//     token per step, with the emulations of ggml's flash attention (all
+//     three paths), rope cache and F32/F16 products, so every step takes
+//     llama.cpp's path for its shape (defaultTolerance). A quantized file
+//     with no F16/BF16 matrix must moreover agree to 1e-4 at step 0 of at
+//     least one short prompt (all 57 of the 19 files whose type order
+//     bulkhead follows do, to ≤ 8.6e-6; 0 of them at the start).
 //
 // Greedy tokens are compared up to the first step whose llama.cpp margin
 // is below max(1e-2, twice the prompt's worst |Δ logprob|). The 296-token
@@ -157,7 +188,7 @@ func TestZoo(t *testing.T) {
 				t.Fatal(err)
 			}
 			runs := []zooRun{{"default", readZooRef(t, stem+".reference.json"), gguf.F16,
-				func(n int) float64 { return defaultTolerance(f, n) }}}
+				func(n int) float64 { return defaultTolerance(f, &m.Config, n) }}}
 			if fm := f32MathRef(stem); fm != "" {
 				tol := 1.0
 				if exactPath(f) {
