@@ -146,7 +146,7 @@ func exactPath(f *gguf.File) bool {
 //     llama.cpp's path for its shape (defaultTolerance). A quantized file
 //     with no F16/BF16 matrix must moreover agree to 1e-4 at step 0 of at
 //     least one short prompt (all 57 of the 19 files whose type order
-//     bulkhead follows do, to ≤ 8.6e-6; 0 of them at the start).
+//     bulkhead follows do, to ≤ 8.6e-6).
 //
 // Greedy tokens are compared up to the first step whose llama.cpp margin
 // is below max(1e-2, twice the prompt's worst |Δ logprob|). The 296-token
