@@ -194,7 +194,7 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 	if c.Gemma {
 		geglu(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F])
 	} else {
-		kernels.SwiGLU(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F])
+		m.swiglu(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F], F)
 	}
 	m.matmul(s.proj[:total*E], l.wDown, s.hidden[:total*F], total, nOp)
 	if l.postFFN != nil {

@@ -20,6 +20,7 @@ import (
 //     float32 with fused steps, the F16 tail in float64.
 //
 // Quantized matrices keep the kernels (their order is ggml's already).
+// The option also computes SwiGLU as ggml_vec_swiglu_f32 (swiglu).
 
 // matmul is m.pool.MatMul, or the emulation for F32/F16 weights when
 // enabled; nOp is the number of tokens llama.cpp's operation would have.
@@ -108,4 +109,21 @@ func dotVecF16(w, x []float32) float32 {
 		sum += float64(w[i] * x[i])
 	}
 	return float32(sum)
+}
+
+// swiglu is kernels.SwiGLU over rows of f values, or with the emulation
+// ggml_vec_swiglu_f32 (AVX-512): per row, whole 16-lane chunks take
+// x/(1+ggml_v_expf(−x))·g (vexpf), the rest x/(1+expf(−x))·g.
+func (m *Model) swiglu(out, gate, up []float32, f int) {
+	if !m.ggmlMM {
+		kernels.SwiGLU(out, gate, up)
+		return
+	}
+	for i, x := range gate {
+		e := expf(-x)
+		if i%f < f&^15 {
+			e = vexpf(-x)
+		}
+		out[i] = x / (1 + e) * up[i]
+	}
 }

@@ -129,7 +129,7 @@ func (m *Model) moeFFN(x *moe, total, nOp int) {
 		// ggml's mul_mat_id takes vec_dot for every token: nOp 1.
 		m.matmul(x.ge, x.gate[e], x.xe, n, 1)
 		m.matmul(x.ue, x.up[e], x.xe, n, 1)
-		kernels.SwiGLU(x.he, x.ge, x.ue)
+		m.swiglu(x.he, x.ge, x.ue, F)
 		m.matmul(x.ye, x.down[e], x.he, n, 1)
 		for j, i := range x.rows {
 			copy(x.res[i*E:(i+1)*E], x.ye[j*E:(j+1)*E])
