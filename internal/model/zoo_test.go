@@ -47,48 +47,54 @@ func f32MathRef(stem string) string {
 
 // defaultTolerance bounds |Δ logprob| against the default reference (F16
 // KV, flash attention), which TestZoo runs as llama.cpp ran it: an F16 KV
-// cache and the emulations of ggml's flash attention, rope cache and
-// F32/F16 products (Options.GGMLFlashAttention, GGMLRope,
-// GGMLFloatMatMul). Measured there (BULKHEAD_LONG=1, 41 files, before →
-// after the emulations and the Q6_K/RMSNorm rounding fixes):
+// cache and the emulations of ggml's flash attention, rope cache, F32/F16
+// products and SwiGLU (Options.GGMLFlashAttention, GGMLRope,
+// GGMLFloatMatMul). Measured there (BULKHEAD_LONG=1, 41 files; before →
+// after the emulations and the Q6_K/RMSNorm rounding fixes, worst over the
+// four prompts before; docs/zoo-accuracy.md):
 //
 //   - int8 activations on types whose ggml order bulkhead follows (every
-//     matrix Q8_0, Q6_K, Q5_K, Q5_0, Q5_1, Q4_1, Q3_K or IQ4_XS; 19
-//     files): short prompts 0.17–0.34 → ≤ 8.6e-6, hence 1e-4 (the zoo
-//     README's exact-path figure); the 296-token prompt ≤ 1.3e-5 on 13 of
-//     them, 0.013–0.18 on IQ4_XS, Q5_0, qwen3 Q8_0/Q6_K (not explained),
-//     hence 0.2, and 0.18–0.24 on gemma3, whose sliding-window layers
-//     llama.cpp keeps in a separate, pruned KV cache whose cell order is
-//     not emulated, hence 0.3.
+//     quantized matrix Q8_0, Q6_K, Q5_K, Q5_0, Q5_1, Q4_1, Q3_K or IQ4_XS,
+//     F16 ones allowed; 21 files): 0.17–0.61 → ≤ 8.6e-6 on every prompt
+//     but gemma3's 296-token one, hence 1e-4 (the zoo README's exact-path
+//     figure); gemma3 0.18–0.24 there — its sliding-window layers live in
+//     llama.cpp's separate, pruned SWA cache, whose cell order is not
+//     emulated — hence 0.3.
 //   - files with Q4_0, Q4_K or IQ4_NL (repacked by llama.cpp on x86 into
 //     interleaved layouts with their own kernels, not emulated) or Q2_K
 //     (whose ggml dot order, min term in the lane accumulator first, is
-//     not followed): up to 0.30, hence 0.35. llama.cpp's own repacked and
-//     plain kernels differ by up to 0.13 (zoo README).
-//   - int8 activations with F16 matrices (the two quantized stories260K):
-//     0.058 on one prompt, ≤ 1.7e-6 on the others, hence 0.1.
-//   - F32 4.5e-3 (was 7.7e-3), hence 6e-3; F16 2.0e-2 (3.5e-2), hence
-//     2.5e-2; BF16 6.0e-2 (BF16 products not emulated), hence 6.5e-2.
+//     not followed): 0.21–0.33 → 0.07–0.30, hence 0.35. llama.cpp's own
+//     repacked and plain kernels differ by up to 0.13 (zoo README).
+//   - F16: 0.014–0.035 → ≤ 7.7e-6 (llama, qwen2, qwen3, stories260K),
+//     hence 1e-4; phi3 2.6e-3 and qwen3moe 4.4e-3 on the long prompt,
+//     gemma3 2.0e-2 (not explained), hence 5e-3, 6e-3 and 2.5e-2.
+//   - F32 (stories260K) 7.1e-3 → 3.0e-3 (not explained), hence 5e-3; BF16
+//     6.0e-2 (BF16 products not emulated), hence 6.5e-2.
 func defaultTolerance(f *gguf.File, c *Config, promptLen int) float64 {
 	switch {
 	case unmatchedOrder(f):
 		return 0.35
-	case !exactPath(f) && halfMatrices(f):
-		return 0.1
-	case !exactPath(f) && promptLen < ggmlFATile:
-		return 1e-4
-	case !exactPath(f) && c.SlidingWindow > 0:
+	case !exactPath(f) && c.Gemma && promptLen >= ggmlFATile:
 		return 0.3
 	case !exactPath(f):
-		return 0.2
+		return 1e-4
 	}
-	tol := 6e-3
+	tol := 5e-3
 	for _, ti := range f.Tensors {
 		switch ti.Type {
 		case gguf.BF16:
 			return 6.5e-2
 		case gguf.F16:
-			tol = 2.5e-2
+			switch {
+			case c.Gemma:
+				tol = 2.5e-2
+			case c.Experts > 0:
+				tol = 6e-3
+			case c.Arch == "phi3":
+				tol = 5e-3
+			default:
+				tol = 1e-4
+			}
 		}
 	}
 	return tol
@@ -145,8 +151,8 @@ func exactPath(f *gguf.File) bool {
 //     three paths), rope cache and F32/F16 products, so every step takes
 //     llama.cpp's path for its shape (defaultTolerance). A quantized file
 //     with no F16/BF16 matrix must moreover agree to 1e-4 at step 0 of at
-//     least one short prompt (all 57 of the 19 files whose type order
-//     bulkhead follows do, to ≤ 8.6e-6).
+//     least one short prompt (all 57 of the 19 such files whose type
+//     order bulkhead follows do, to ≤ 8.6e-6).
 //
 // Greedy tokens are compared up to the first step whose llama.cpp margin
 // is below max(1e-2, twice the prompt's worst |Δ logprob|). The 296-token
