@@ -20,8 +20,11 @@
 //     K-quants, per 256-value super-block, lane l takes the exact integer
 //     sum over the eight 32-value groups of (sub-block scale × elements
 //     4l..4l+3) times d×d_x, and the min/offset term goes to one scalar
-//     accumulator subtracted at the end (dotKRef). These are the lanes of
-//     ggml's AVX2 vec_dot kernels.
+//     accumulator subtracted at the end (dotKRef) — except Q6_K, whose
+//     offset 32×(sc[2l]·bsum[2l] + sc[2l+1]·bsum[2l+1]) is subtracted from
+//     lane l's integer before the conversion, with no scalar accumulator
+//     (ggml_vec_dot_q6_K_q8_K). These are the lanes of ggml's AVX2 vec_dot
+//     kernels.
 //   - The eight lanes are then summed pairwise in one fixed tree
 //     ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), and any columns left over past a
 //     multiple of eight are added one by one with fused multiply-adds.

@@ -22,6 +22,9 @@ func q4kUnpack(w *byte, nsb int, q *byte)
 func q6kUnpack(w *byte, nsb int, q *byte)
 
 //go:noescape
+func kDotU6(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
+
+//go:noescape
 func kDotU(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
 
 // kScales writes 32 int16 per super-block of one encoded row: [0:16) the
@@ -111,8 +114,12 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 				dv[2*b], dv[2*b+1] = d, d
 			}
 		}
+		dot := kDotU
+		if m.Type == gguf.Q6_K {
+			dot = kDotU6
+		}
 		for t := 0; t < a.batch; t++ {
-			out[t*m.Rows+r] = kDotU(&q[0], &sv[0], &mins[0], &dv[0],
+			out[t*m.Rows+r] = dot(&q[0], &sv[0], &mins[0], &dv[0],
 				&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
 		}
 	}

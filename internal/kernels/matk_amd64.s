@@ -12,8 +12,10 @@
 // fused into the float accumulator with d×d_x; M = Σ mult[k]×bs[k] over the
 // 16-value activation sums bs (Q4_K: mult is the min of the value's
 // sub-block; Q6_K: 32 × scale, the offset of the unsigned 6-bit values) is
-// fused into a scalar accumulator with dmin×d_x (Q4_K) or d×d_x (Q6_K); the
-// result is hsum(acc) − accM.
+// fused into a scalar accumulator with dmin×d_x; the result is
+// hsum(acc) − accM. Q6_K instead subtracts its offset inside the integer
+// lanes (lane l: 32×(sc[2l]·bs[2l] + sc[2l+1]·bs[2l+1]), ggml's
+// ggml_vec_dot_q6_K_q8_K order) before the conversion, and has no accM.
 //
 // Each super-block prefetches the weights about a kilobyte ahead (measured
 // to help the single-token stream from memory on the shared host, and
@@ -209,14 +211,14 @@ sb6:
 	VPXOR Y8, Y8, Y8
 	Q6KHALF(0, 128, 0, 0)
 	Q6KHALF(64, 160, 128, 16)
+	VPMADDWD     (R9), Y13, Y6 // lane l: 32×(sc[2l]·bs[2l] + sc[2l+1]·bs[2l+1])
+	VPSUBD       Y6, Y8, Y8    // the offset leaves the integer lanes, as ggml's
 	VCVTDQ2PS    Y8, Y8
 	VBROADCASTSS (DX), Y4
 	VPBROADCASTW 208(SI), X5
 	VCVTPH2PS    X5, Y5
 	VMULPS       Y4, Y5, Y5
 	VFMADD231PS  Y5, Y8, Y9
-	MTERMR
-	VFMADD231SS  X5, X6, X10
 	ADDQ         $210, SI
 	ADDQ         $256, R8
 	ADDQ         $4, DX
@@ -225,7 +227,6 @@ sb6:
 	JNZ          sb6
 
 	HSUM8(Y9, X9, X0)
-	VSUBSS X10, X9, X9
 	MOVSS  X9, (DI)
 	ADDQ   $4, DI
 	ADDQ   rowBytes+16(FP), R10

@@ -169,3 +169,50 @@ loop:
 	VZEROUPPER
 	RET
 
+
+// func kDotU6(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
+// kDotU for Q6_K: the offset Σ mins×bs is subtracted inside the eight
+// integer lanes (lane l: mins[2l]·bs[2l] + mins[2l+1]·bs[2l+1]) before the
+// conversion, as ggml_vec_dot_q6_K_q8_K does; dv[2b] is d, dv[2b+1] unused.
+TEXT ·kDotU6(SB), NOSPLIT, $0-68
+	MOVQ   q+0(FP), SI
+	MOVQ   sv+8(FP), BX
+	MOVQ   mins+16(FP), R10
+	MOVQ   dv+24(FP), R11
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VXORPS Y9, Y9, Y9
+
+loop:
+	VPXOR Y8, Y8, Y8
+	KUGROUP(0)
+	KUGROUP(1)
+	KUGROUP(2)
+	KUGROUP(3)
+	KUGROUP(4)
+	KUGROUP(5)
+	KUGROUP(6)
+	KUGROUP(7)
+	VMOVDQU      (R10), Y6
+	VPMADDWD     (R9), Y6, Y6
+	VPSUBD       Y6, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS (DX), Y4
+	VBROADCASTSS (R11), Y5
+	VMULPS       Y4, Y5, Y5
+	VFMADD231PS  Y5, Y8, Y9
+	ADDQ         $256, SI
+	ADDQ         $256, BX
+	ADDQ         $32, R10
+	ADDQ         $8, R11
+	ADDQ         $256, R8
+	ADDQ         $4, DX
+	ADDQ         $32, R9
+	DECQ         CX
+	JNZ          loop
+	HSUM8(Y9, X9, X0)
+	MOVSS        X9, ret+64(FP)
+	VZEROUPPER
+	RET

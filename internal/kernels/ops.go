@@ -5,11 +5,15 @@ import "math"
 // RMSNorm sets out = x / sqrt(mean(x²)+eps) * w. The sum of squares is
 // accumulated in float64, in index order.
 func RMSNorm(out, x, w []float32, eps float32) {
+	// ggml_compute_forward_rms_norm_f32's rounding: each square in float32,
+	// summed in float64, the mean rounded to float32, then
+	// 1/sqrtf(mean + eps) in float32.
 	var ss float64
 	for _, v := range x {
-		ss += float64(v) * float64(v)
+		ss += float64(v * v)
 	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	mean := float32(ss / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
 	w = w[:len(x)]
 	out = out[:len(x)]
 	for i, v := range x {

@@ -53,9 +53,17 @@ func (m *Model) ForwardLayers(kv KVStore, seqs []Seq, afterLayer func(n int)) ([
 		for i, tok := range sq.Tokens {
 			m.embd.DequantizeRow(s.x[t*E:(t+1)*E], int(tok))
 			s.pos[t] = sq.Pos + i
-			ropeAngles(s.ropeCS[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeFreqs, sq.Pos+i)
+			if m.ggmlTheta != 0 {
+				ggmlRopeAngles(s.ropeCS[t*c.RopeDim:(t+1)*c.RopeDim], m.ggmlTheta, sq.Pos+i)
+			} else {
+				ropeAngles(s.ropeCS[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeFreqs, sq.Pos+i)
+			}
 			if m.ropeSWA != nil {
-				ropeAngles(s.ropeCSLocal[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeSWA, sq.Pos+i)
+				if m.ggmlThetaSWA != 0 {
+					ggmlRopeAngles(s.ropeCSLocal[t*c.RopeDim:(t+1)*c.RopeDim], m.ggmlThetaSWA, sq.Pos+i)
+				} else {
+					ropeAngles(s.ropeCSLocal[t*c.RopeDim:(t+1)*c.RopeDim], m.ropeSWA, sq.Pos+i)
+				}
 			}
 			if c.Gemma {
 				scaleBy(s.x[t*E:(t+1)*E], float32(math.Sqrt(float64(E))))
@@ -131,9 +139,9 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 	for t := 0; t < total; t++ {
 		kernels.RMSNorm(s.xn[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.attnNorm, c.NormEps)
 	}
-	m.pool.MatMul(s.q[:total*Q], l.wq, s.xn[:total*E], total)
-	m.pool.MatMul(s.k[:total*K], l.wk, s.xn[:total*E], total)
-	m.pool.MatMul(s.v[:total*K], l.wv, s.xn[:total*E], total)
+	m.matmul(s.q[:total*Q], l.wq, s.xn[:total*E], total, total)
+	m.matmul(s.k[:total*K], l.wk, s.xn[:total*E], total, total)
+	m.matmul(s.v[:total*K], l.wv, s.xn[:total*E], total, total)
 	for t := 0; t < total; t++ {
 		q, k, v := s.q[t*Q:(t+1)*Q], s.k[t*K:(t+1)*K], s.v[t*K:(t+1)*K]
 		if l.bq != nil {
@@ -149,12 +157,16 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 		if c.Local(li) && m.ropeSWA != nil {
 			cs = s.ropeCSLocal[t*c.RopeDim : (t+1)*c.RopeDim]
 		}
-		applyRope(q, c.Heads, c.HeadDim, cs, c.RopeStyle)
-		applyRope(k, c.KVHeads, c.HeadDim, cs, c.RopeStyle)
+		rope := applyRope
+		if m.ggmlTheta != 0 {
+			rope = applyRopeGGML
+		}
+		rope(q, c.Heads, c.HeadDim, cs, c.RopeStyle)
+		rope(k, c.KVHeads, c.HeadDim, cs, c.RopeStyle)
 	}
 	m.storeKV(li, kv, seqs)
 	m.attend(li, kv, seqs)
-	m.pool.MatMul(s.proj[:total*E], l.wo, s.att[:total*Q], total)
+	m.matmul(s.proj[:total*E], l.wo, s.att[:total*Q], total, total)
 	if l.postAttn != nil {
 		for t := 0; t < total; t++ {
 			kernels.RMSNorm(s.proj[t*E:(t+1)*E], s.proj[t*E:(t+1)*E], l.postAttn, c.NormEps)
@@ -165,20 +177,26 @@ func (m *Model) layer(li int, kv KVStore, seqs []Seq, total int) {
 	for t := 0; t < total; t++ {
 		kernels.RMSNorm(s.xn[t*E:(t+1)*E], s.x[t*E:(t+1)*E], l.ffnNorm, c.NormEps)
 	}
+	// llama.cpp runs its last layer's FFN only for the tokens whose logits
+	// it returns (that count picks ggml's product path, matmul_ggml.go).
+	nOp := total
+	if li == len(m.layers)-1 {
+		nOp = outputRows(seqs)
+	}
 	if l.moe != nil {
-		m.moeFFN(l.moe, total)
+		m.moeFFN(l.moe, total, nOp)
 		addTo(s.x[:total*E], s.proj[:total*E])
 		return
 	}
 	F := c.FF
-	m.pool.MatMul(s.gate[:total*F], l.wGate, s.xn[:total*E], total)
-	m.pool.MatMul(s.up[:total*F], l.wUp, s.xn[:total*E], total)
+	m.matmul(s.gate[:total*F], l.wGate, s.xn[:total*E], total, nOp)
+	m.matmul(s.up[:total*F], l.wUp, s.xn[:total*E], total, nOp)
 	if c.Gemma {
 		geglu(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F])
 	} else {
-		kernels.SwiGLU(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F])
+		m.swiglu(s.hidden[:total*F], s.gate[:total*F], s.up[:total*F], F)
 	}
-	m.pool.MatMul(s.proj[:total*E], l.wDown, s.hidden[:total*F], total)
+	m.matmul(s.proj[:total*E], l.wDown, s.hidden[:total*F], total, nOp)
 	if l.postFFN != nil {
 		for t := 0; t < total; t++ {
 			kernels.RMSNorm(s.proj[t*E:(t+1)*E], s.proj[t*E:(t+1)*E], l.postFFN, c.NormEps)
@@ -237,7 +255,7 @@ func (m *Model) logits(seqs []Seq, total int) [][]float32 {
 		kernels.RMSNorm(s.xOut[i*E:(i+1)*E], s.x[r*E:(r+1)*E], m.outNorm, c.NormEps)
 	}
 	s.logits = grow(s.logits, n*V)
-	m.pool.MatMul(s.logits, m.output, s.xOut, n)
+	m.matmul(s.logits, m.output, s.xOut, n, n)
 	softcap(s.logits[:n*V], c.FinalSoftcap)
 	s.result = grow(s.result, len(seqs))
 	row := 0
@@ -250,6 +268,19 @@ func (m *Model) logits(seqs []Seq, total int) [][]float32 {
 		row += k
 	}
 	return s.result
+}
+
+// outputRows is the number of tokens of seqs whose logits are returned.
+func outputRows(seqs []Seq) int {
+	n := 0
+	for _, sq := range seqs {
+		if sq.AllLogits {
+			n += len(sq.Tokens)
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 func addTo(dst, src []float32) {

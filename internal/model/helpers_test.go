@@ -83,22 +83,25 @@ func runPrompt(t testing.TB, m *Model, kv KVStore, pages []int32, tokens []int32
 	return all
 }
 
-// runPromptThenDecode runs tokens[:prompt] as one batch and the rest in
-// batches of 32, as llama.cpp runs a prompt then decodes, returning every
+// runPromptThenDecode runs tokens[:prompt] as one batch and the rest one
+// token per step, as llama.cpp runs a prompt then decodes, returning every
 // position's logits: the batch sizes choose ggml's attention path.
 func runPromptThenDecode(t testing.TB, m *Model, kv KVStore, pages []int32, tokens []int32, prompt int) [][]float32 {
 	t.Helper()
-	all := runPrompt(t, m, kv, pages, tokens[:prompt], prompt)
-	V := m.Config.Vocab
-	for p := prompt; p < len(tokens); p += 32 {
-		end := min(p+32, len(tokens))
-		out, err := m.Forward(kv, []Seq{{Tokens: tokens[p:end], Pos: p, Pages: pages, AllLogits: true}})
+	// Only the prompt's last logits, as llama.cpp computes them (the count
+	// of output tokens picks ggml's product path for the last layer).
+	out, err := m.Forward(kv, []Seq{{Tokens: tokens[:prompt], Pages: pages}})
+	if err != nil {
+		t.Fatalf("Forward: %v", err)
+	}
+	all := make([][]float32, prompt-1, len(tokens))
+	all = append(all, append([]float32(nil), out[0]...))
+	for p := prompt; p < len(tokens); p++ {
+		out, err := m.Forward(kv, []Seq{{Tokens: tokens[p : p+1], Pos: p, Pages: pages}})
 		if err != nil {
 			t.Fatalf("Forward: %v", err)
 		}
-		for i := 0; i < end-p; i++ {
-			all = append(all, append([]float32(nil), out[0][i*V:(i+1)*V]...))
-		}
+		all = append(all, append([]float32(nil), out[0]...))
 	}
 	return all
 }

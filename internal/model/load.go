@@ -18,6 +18,16 @@ type Options struct {
 	// cache attend as ggml's CPU flash attention does (attention_ggml.go):
 	// slower, for comparing with llama.cpp's default references.
 	GGMLFlashAttention bool
+	// GGMLRope computes rope angles and rotations with ggml's float32
+	// rounding (ggmlRopeAngles, applyRopeGGML) instead of float64 angles,
+	// for test comparisons with llama.cpp. Ignored for files with rope
+	// scaling or per-pair frequency factors.
+	GGMLRope bool
+	// GGMLFloatMatMul computes products with F32 and F16 weights as
+	// ggml's CPU backend does (matmul_ggml.go: F16-rounded activations,
+	// tinyBLAS or vec_dot order by the operation's token count), for test
+	// comparisons with llama.cpp. Slow; quantized matrices are unaffected.
+	GGMLFloatMatMul bool
 }
 
 // layer holds one transformer block's weights.
@@ -39,15 +49,19 @@ type layer struct {
 type Model struct {
 	Config Config
 
-	embd       *kernels.Matrix
-	outNorm    []float32
-	output     *kernels.Matrix
-	layers     []layer
-	ropeFreqs  []float64
-	ropeSWA    []float64 // local layers' frequencies (gemma3)
-	attnScale  float32
-	ggmlFA     bool  // Options.GGMLFlashAttention
-	weightSize int64 // bytes of the matrices one decode token reads
+	embd      *kernels.Matrix
+	outNorm   []float32
+	output    *kernels.Matrix
+	layers    []layer
+	ropeFreqs []float64
+	ropeSWA   []float64 // local layers' frequencies (gemma3)
+	attnScale float32
+	ggmlFA    bool // Options.GGMLFlashAttention
+	ggmlMM    bool // Options.GGMLFloatMatMul
+	// ggmlTheta, ggmlThetaSWA: the float32 angle ratios of Options.GGMLRope
+	// (0 when off).
+	ggmlTheta, ggmlThetaSWA float32
+	weightSize              int64 // bytes of the matrices one decode token reads
 
 	pool   *kernels.Pool
 	serial *kernels.Pool // one thread, for matmuls inside a pool task
@@ -139,6 +153,12 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 		swa.RopeBase = c.RopeBaseSWA
 		m.ropeSWA = ropeFreqs(&swa, factors)
 	}
+	if opts.GGMLRope && factors == nil && (c.RopeScale.Type == "" || c.RopeScale.Type == "none") {
+		m.ggmlTheta = ggmlThetaScale(c.RopeBase, c.RopeDim)
+		if m.ropeSWA != nil {
+			m.ggmlThetaSWA = ggmlThetaScale(c.RopeBaseSWA, c.RopeDim)
+		}
+	}
 	for _, l := range m.layers {
 		for _, w := range []*kernels.Matrix{l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown} {
 			if w != nil {
@@ -154,6 +174,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	m.weightSize += int64(len(m.output.Data))
 	m.pool = kernels.NewPool(max(opts.Threads, 1))
 	m.ggmlFA = opts.GGMLFlashAttention
+	m.ggmlMM = opts.GGMLFloatMatMul
 	m.serial = kernels.NewPool(1)
 	m.bindAttention()
 	return m, nil

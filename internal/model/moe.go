@@ -99,12 +99,13 @@ func (x *moe) route(c *Config, total int) {
 }
 
 // moeFFN computes the expert FFN of the normalized activations s.xn into s.proj.
-func (m *Model) moeFFN(x *moe, total int) {
+// nOp is the token count of llama.cpp's router product (matmul_ggml.go).
+func (m *Model) moeFFN(x *moe, total, nOp int) {
 	c := &m.Config
 	s := &m.s
 	E, F, k := c.Embd, c.ExpertFF, c.ExpertsUsed
 	x.logits = grow(x.logits, total*c.Experts)
-	m.pool.MatMul(x.logits, x.router, s.xn[:total*E], total)
+	m.matmul(x.logits, x.router, s.xn[:total*E], total, nOp)
 	x.route(c, total)
 	x.res = grow(x.res, total*k*E)
 	for e := 0; e < c.Experts; e++ {
@@ -125,10 +126,11 @@ func (m *Model) moeFFN(x *moe, total int) {
 		}
 		x.ge, x.ue, x.he = grow(x.ge, n*F), grow(x.ue, n*F), grow(x.he, n*F)
 		x.ye = grow(x.ye, n*E)
-		m.pool.MatMul(x.ge, x.gate[e], x.xe, n)
-		m.pool.MatMul(x.ue, x.up[e], x.xe, n)
-		kernels.SwiGLU(x.he, x.ge, x.ue)
-		m.pool.MatMul(x.ye, x.down[e], x.he, n)
+		// ggml's mul_mat_id takes vec_dot for every token: nOp 1.
+		m.matmul(x.ge, x.gate[e], x.xe, n, 1)
+		m.matmul(x.ue, x.up[e], x.xe, n, 1)
+		m.swiglu(x.he, x.ge, x.ue, F)
+		m.matmul(x.ye, x.down[e], x.he, n, 1)
 		for j, i := range x.rows {
 			copy(x.res[i*E:(i+1)*E], x.ye[j*E:(j+1)*E])
 		}

@@ -73,3 +73,42 @@ func applyRope(x []float32, heads, headDim int, cs []float32, style RopeStyle) {
 		}
 	}
 }
+
+// ggmlThetaScale is the per-pair angle ratio ggml's rope cache uses:
+// powf(base, −2/ropeDim) in float32.
+func ggmlThetaScale(base float64, ropeDim int) float32 {
+	return float32(math.Pow(float64(float32(base)), float64(float32(-2)/float32(ropeDim))))
+}
+
+// ggmlRopeAngles fills cs as ggml's rope cache does (Options.GGMLRope):
+// the angle is a float32 running product, θ = pos, then θ ×= thetaScale
+// for each pair, and cos/sin are glibc's of that float32 angle
+// (sincosfGLIBC). The result differs from ropeAngles' float64 angles in
+// the last bits, more so at long positions.
+func ggmlRopeAngles(cs []float32, thetaScale float32, pos int) {
+	theta := float32(pos)
+	for i := 0; i < len(cs)/2; i++ {
+		cs[2*i+1], cs[2*i] = sincosfGLIBC(theta)
+		theta *= thetaScale
+	}
+}
+
+// applyRopeGGML is applyRope with ggml's rounding: compiled with
+// contraction, x0·c − x1·s becomes fma(x0, c, −x1·s) and x0·s + x1·c
+// becomes fma(x0, s, x1·c).
+func applyRopeGGML(x []float32, heads, headDim int, cs []float32, style RopeStyle) {
+	n := len(cs) / 2
+	for h := 0; h < heads; h++ {
+		v := x[h*headDim : (h+1)*headDim]
+		for i := 0; i < n; i++ {
+			a, b := 2*i, 2*i+1
+			if style == RopeNeoX {
+				a, b = i, i+n
+			}
+			c, s := cs[2*i], cs[2*i+1]
+			x0, x1 := v[a], v[b]
+			v[a] = fma32(x0, c, -(x1 * s))
+			v[b] = fma32(x0, s, x1*c)
+		}
+	}
+}

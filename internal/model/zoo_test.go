@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,34 +46,71 @@ func f32MathRef(stem string) string {
 }
 
 // defaultTolerance bounds |Δ logprob| against the default reference (F16
-// KV, flash attention), which TestZoo runs with an F16 KV cache and the
-// emulation of ggml's one-chunk flash attention (attention_ggml.go).
-// Measured there (BULKHEAD_LONG=1, 41 files): F32 7.1e-3 (1.24e-2 with
-// the production attention, so 1e-2 needs the emulation); F16 up to
-// 3.5e-2 and BF16 6.0e-2, which are the activations llama.cpp rounds to
-// F16/BF16 before F16/BF16 matrices and bulkhead does not, hence 3.5e-2 and
-// 6.5e-2; int8 activations up to 0.34 on prompts of fewer than 64 tokens
-// (0.45 with the production attention), hence 0.4, and 0.61 on the
-// 296-token prompt, whose batch takes ggml's tiled path (not emulated)
-// and whose decode steps see 512 padded KV cells, where ggml may split the
-// KV across threads, hence 1.0 there.
-func defaultTolerance(f *gguf.File, promptLen int) float64 {
-	if !exactPath(f) {
-		if promptLen >= ggmlFATile {
-			return 1.0
-		}
-		return 0.4
+// KV, flash attention), which TestZoo runs as llama.cpp ran it: an F16 KV
+// cache and the emulations of ggml's flash attention, rope cache, F32/F16
+// products and SwiGLU (Options.GGMLFlashAttention, GGMLRope,
+// GGMLFloatMatMul). Measured there (BULKHEAD_LONG=1, 41 files; before →
+// after the emulations and the Q6_K/RMSNorm rounding fixes, worst over the
+// four prompts before; docs/zoo-accuracy.md):
+//
+//   - int8 activations on types whose ggml order bulkhead follows (every
+//     quantized matrix Q8_0, Q6_K, Q5_K, Q5_0, Q5_1, Q4_1, Q3_K or IQ4_XS,
+//     F16 ones allowed; 21 files): 0.17–0.61 → ≤ 8.6e-6 on every prompt
+//     but gemma3's 296-token one, hence 1e-4 (the zoo README's exact-path
+//     figure); gemma3 0.18–0.24 there — its sliding-window layers live in
+//     llama.cpp's separate, pruned SWA cache, whose cell order is not
+//     emulated — hence 0.3.
+//   - files with Q4_0, Q4_K or IQ4_NL (repacked by llama.cpp on x86 into
+//     interleaved layouts with their own kernels, not emulated) or Q2_K
+//     (whose ggml dot order, min term in the lane accumulator first, is
+//     not followed): 0.21–0.33 → 0.07–0.30, hence 0.35. llama.cpp's own
+//     repacked and plain kernels differ by up to 0.13 (zoo README).
+//   - F16: 0.014–0.035 → ≤ 7.7e-6 (llama, qwen2, qwen3, stories260K),
+//     hence 1e-4; phi3 2.6e-3 and qwen3moe 4.4e-3 on the long prompt,
+//     gemma3 2.0e-2 (not explained), hence 5e-3, 6e-3 and 2.5e-2.
+//   - F32 (stories260K) 7.1e-3 → 3.0e-3 (not explained), hence 5e-3; BF16
+//     6.0e-2 (BF16 products not emulated), hence 6.5e-2.
+func defaultTolerance(f *gguf.File, c *Config, promptLen int) float64 {
+	switch {
+	case unmatchedOrder(f):
+		return 0.35
+	case !exactPath(f) && c.Gemma && promptLen >= ggmlFATile:
+		return 0.3
+	case !exactPath(f):
+		return 1e-4
 	}
-	tol := 1e-2
+	tol := 5e-3
 	for _, ti := range f.Tensors {
 		switch ti.Type {
 		case gguf.BF16:
 			return 6.5e-2
 		case gguf.F16:
-			tol = 3.5e-2
+			switch {
+			case c.Gemma:
+				tol = 2.5e-2
+			case c.Experts > 0:
+				tol = 6e-3
+			case c.Arch == "phi3":
+				tol = 5e-3
+			default:
+				tol = 1e-4
+			}
 		}
 	}
 	return tol
+}
+
+// unmatchedOrder reports whether f has matrices whose products llama.cpp
+// computes in an order bulkhead does not follow: Q4_0, Q4_K and IQ4_NL
+// (repacked on x86) and Q2_K.
+func unmatchedOrder(f *gguf.File) bool {
+	for _, ti := range f.Tensors {
+		switch ti.Type {
+		case gguf.Q4_0, gguf.Q4_K, gguf.IQ4_NL, gguf.Q2_K:
+			return true
+		}
+	}
+	return false
 }
 
 // halfMatrices reports whether f has F16 or BF16 tensors, whose products
@@ -108,13 +146,13 @@ func exactPath(f *gguf.File) bool {
 //     continuation in chunks of 64: ≤ 1e-4 when the computation is exact
 //     in F32, otherwise ≤ 1.0 (the zoo README's int8-activation spread);
 //   - against the default reference as llama.cpp ran it: an F16 KV cache,
-//     the prompt as one batch and the continuation in batches of fewer
-//     than 64 tokens, so every batch under 64 tokens attends through the
-//     emulation of ggml's flash attention (defaultTolerance). A quantized
-//     file with no F16/BF16 matrix must moreover agree to 1e-4 at step 0 of
-//     at least one short prompt: that step runs llama.cpp's own batch path
-//     op for op (71 of the 90 such prompts do; 0 with the production
-//     attention, whose step 0 is 0.03–0.35 off).
+//     the prompt as one batch returning only its last logits, then one
+//     token per step, with the emulations of ggml's flash attention (all
+//     three paths), rope cache and F32/F16 products, so every step takes
+//     llama.cpp's path for its shape (defaultTolerance). A quantized file
+//     with no F16/BF16 matrix must moreover agree to 1e-4 at step 0 of at
+//     least one short prompt (all 57 of the 19 such files whose type
+//     order bulkhead follows do, to ≤ 8.6e-6).
 //
 // Greedy tokens are compared up to the first step whose llama.cpp margin
 // is below max(1e-2, twice the prompt's worst |Δ logprob|). The 296-token
@@ -135,7 +173,7 @@ func TestZoo(t *testing.T) {
 			defer f.Close()
 			// The emulation applies to F16 KV caches only; the F32 runs
 			// take the production attention.
-			m, err := Load(f, Options{Threads: 2, GGMLFlashAttention: true})
+			m, err := Load(f, Options{Threads: 2, GGMLFlashAttention: true, GGMLRope: true, GGMLFloatMatMul: true})
 			if err != nil {
 				if errors.Is(err, ErrUnsupported) && strings.Contains(err.Error(), "supported:") && !errors.Is(err, ErrMalformed) {
 					t.Skipf("not yet supported: %v", err)
@@ -148,8 +186,15 @@ func TestZoo(t *testing.T) {
 				kv   gguf.Type
 				tol  func(promptLen int) float64
 			}
+			// The .f32-math runs had F32 weights (the file dequantized), so
+			// they take bulkhead's own products: the emulation of ggml's
+			// F16 products would round activations those runs did not.
+			mf, err := Load(f, Options{Threads: 2, GGMLRope: true})
+			if err != nil {
+				t.Fatal(err)
+			}
 			runs := []zooRun{{"default", readZooRef(t, stem+".reference.json"), gguf.F16,
-				func(n int) float64 { return defaultTolerance(f, n) }}}
+				func(n int) float64 { return defaultTolerance(f, &m.Config, n) }}}
 			if fm := f32MathRef(stem); fm != "" {
 				tol := 1.0
 				if exactPath(f) {
@@ -164,7 +209,7 @@ func TestZoo(t *testing.T) {
 				runs = append(runs, zooRun{"f32-math", readZooRef(t, fm), gguf.F32, func(int) float64 { return tol }})
 			}
 			for _, rr := range runs {
-				worst, agreed, total, short, exact0 := 0.0, 0, 0, 0, 0
+				worst, worstLong, agreed, total, short, exact0 := 0.0, 0.0, 0, 0, 0, 0
 				for _, r := range rr.ref.Results {
 					if len(r.PromptTokens) > 64 && !long {
 						continue
@@ -178,7 +223,7 @@ func TestZoo(t *testing.T) {
 					if rr.kv == gguf.F16 {
 						all = runPromptThenDecode(t, m, kv, []int32{0}, tokens, len(r.PromptTokens))
 					} else {
-						all = runPrompt(t, m, kv, []int32{0}, tokens, 64)
+						all = runPrompt(t, mf, kv, []int32{0}, tokens, 64)
 					}
 					// Teacher-forced worst difference first: a greedy token may
 					// differ only where llama.cpp's margin is within twice it.
@@ -193,7 +238,11 @@ func TestZoo(t *testing.T) {
 							}
 						}
 					}
-					worst = math.Max(worst, pw)
+					if len(r.PromptTokens) < ggmlFATile {
+						worst = math.Max(worst, pw)
+					} else {
+						worstLong = math.Max(worstLong, pw)
+					}
 					if tol := rr.tol(len(r.PromptTokens)); pw > tol {
 						t.Errorf("%s %q (%d prompt tokens): worst |Δ logprob| %.3g > %g", rr.name, r.Prompt, len(r.PromptTokens), pw, tol)
 					}
@@ -216,7 +265,11 @@ func TestZoo(t *testing.T) {
 						agreed++
 					}
 				}
-				t.Logf("ZOO %s vs %s: tokens agreed %d/%d, worst |Δ logprob| %.3g, step 0 within 1e-4 on %d/%d short prompts (kernels %s)", stem, rr.name, agreed, total, worst, exact0, short, kernels.Implementation())
+				long := "not run"
+				if worstLong > 0 {
+					long = fmt.Sprintf("%.3g", worstLong)
+				}
+				t.Logf("ZOO %s vs %s: tokens agreed %d/%d, worst |Δ logprob| %.3g on short prompts, %s on the long one, step 0 within 1e-4 on %d/%d short prompts (kernels %s)", stem, rr.name, agreed, total, worst, long, exact0, short, kernels.Implementation())
 				if rr.name == "default" && !exactPath(f) && !halfMatrices(f) && short > 0 && exact0 == 0 {
 					t.Errorf("default: step 0 within 1e-4 on none of %d short prompts (want at least one: ggml's one-chunk attention emulated op for op)", short)
 				}
