@@ -7,9 +7,11 @@ import "math"
 // the compiler merges into sincosf). glibc's single-precision sine and
 // cosine are within an ulp but not correctly rounded: float32(math.Cos(y))
 // differs from cosf(y) in about 2% of the rope angles of the zoo models,
-// which moves F32 queries in the last bit. This follows the algorithm and
-// constants of Arm's optimized-routines sincosf (BSD-3-Clause), which
-// glibc uses: evaluation in float64, |y| < π/4 directly, |y| < 120 with a
+// which moves F32 queries in the last bit. This is a Go port of the
+// algorithm and constants of Arm Optimized Routines' sincosf (Copyright (c)
+// 2018 Arm Limited; MIT OR Apache-2.0 WITH LLVM-exception, the same code
+// newlib carries under BSD-3-Clause), which glibc uses; bit-exactness
+// needs its constants, so they are Arm's: evaluation in float64, |y| < π/4 directly, |y| < 120 with a
 // one-step reduction by π/2, larger |y| by a 4/π table with integer
 // arithmetic; degree-4 cosine and degree-3 sine polynomials in y². Checked
 // against glibc 2.36 on every angle the zoo's rope caches use (36568 of
