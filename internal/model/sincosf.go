@@ -11,9 +11,9 @@ import "math"
 // algorithm and constants of Arm Optimized Routines' sincosf (Copyright (c)
 // 2018 Arm Limited; MIT OR Apache-2.0 WITH LLVM-exception, the same code
 // newlib carries under BSD-3-Clause), which glibc uses; bit-exactness
-// needs its constants, so they are Arm's: evaluation in float64, |y| < π/4 directly, |y| < 120 with a
-// one-step reduction by π/2, larger |y| by a 4/π table with integer
-// arithmetic; degree-4 cosine and degree-3 sine polynomials in y². Checked
+// needs its constants, so they are Arm's: evaluation in float64, |y| <
+// π/4 directly, |y| < 120 with a one-step reduction by π/2, larger |y| by
+// a 4/π table with integer arithmetic; degree-4 cosine and degree-3 sine polynomials in y². Checked
 // against glibc 2.36 on every angle the zoo's rope caches use (36568 of
 // them, bit for bit). Infinities and NaN give NaN.
 func sincosfGLIBC(y float32) (sin, cos float32) {
