@@ -45,7 +45,7 @@ var gemmEnabled = true
 func gemmVariant() string {
 	var s string
 	if gemmEnabled && gemmHasQ8 {
-		s += "Q8_0/Q4_0 avx512-vnni 2x16, Q4_K avx512-vnni 1x16 on unpacked rows, "
+		s += "Q8_0/Q4_0 avx512-vnni 2x16, Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
 	}
 	if gemmEnabled && gemmHasF {
 		s += "F16/BF16/F32 avx512 6x8, "
@@ -71,11 +71,8 @@ func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 		gemmViews(a, 16, base)
 		a.gp.rows = 2
 		return rowsGemmQ8
-	case t == gguf.Q4_K && gemmHasQ8:
-		// Q6_K is not tiled here: its reference now folds the offset
-		// into each lane's integer (ggml's order), which gemmK16 does not
-		// do yet; kDotU6 serves its prefill.
-		gemmPackK(a)
+	case (t == gguf.Q4_K || t == gguf.Q6_K) && gemmHasQ8:
+		gemmPackK(a, t == gguf.Q6_K)
 		gemmViews(a, 16, base)
 		a.gp.rows = 1
 		return rowsGemmK

@@ -17,9 +17,9 @@ import (
 func gemmTypes(t *testing.T) []gguf.Type {
 	var ts []gguf.Type
 	if gemmHasQ8 {
-		ts = append(ts, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K)
+		ts = append(ts, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K)
 	} else {
-		t.Log("skipped: Q8_0, Q4_0, Q4_K avx512-vnni gemm (CPU lacks AVX512 F/BW/VL/VNNI)")
+		t.Log("skipped: Q8_0, Q4_0, Q4_K, Q6_K avx512-vnni gemm (CPU lacks AVX512 F/BW/VL/VNNI)")
 	}
 	if gemmHasF {
 		ts = append(ts, gguf.F16, gguf.BF16, gguf.F32)
@@ -109,6 +109,76 @@ func TestGemmEqualsReferenceBitForBit(t *testing.T) {
 	}
 }
 
+// TestGemmQ6KLargeLanesBitForBit drives Q6_K's integer lanes past 2^24,
+// where float32 stops being exact: values near 63, scales all 127 or −128,
+// activations all ±127. Then only the folded order (the offset subtracted
+// from each lane's integer before one conversion, as dotKRef does) gives
+// the reference's bits; converting the offset separately, or keeping it
+// in its own accumulator, rounds differently. Random matrices stay far
+// below 2^24 and cannot tell these orders apart.
+func TestGemmQ6KLargeLanesBitForBit(t *testing.T) {
+	if !gemmHasQ8 || impl.name == refKernels.name {
+		t.Skip("skipped: Q6_K avx512-vnni gemm (CPU lacks AVX512 F/BW/VL/VNNI, or reference kernels in use)")
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	const rows, cols, batch = 9, 768, 35
+	data := make([]byte, rows*cols/256*210)
+	for b := 0; b < len(data)/210; b++ {
+		blk := data[210*b : 210*b+210]
+		for i := 0; i < q6kOffScales; i++ {
+			blk[i] = 0xff
+			if r.IntN(4) == 0 {
+				blk[i] = byte(r.Uint32())
+			}
+		}
+		sc := byte(127)
+		if b%3 == 1 {
+			sc = 0x80 // −128
+		}
+		for j := 0; j < 16; j++ {
+			blk[q6kOffScales+j] = sc
+			if b%3 == 2 && r.IntN(2) == 0 {
+				blk[q6kOffScales+j] = 0x80
+			}
+		}
+		binary.LittleEndian.PutUint16(blk[q6kOffD:], F32ToF16(float32(r.NormFloat64())/1024))
+	}
+	m, err := NewMatrix(gguf.Q6_K, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, batch*cols)
+	for tok := 0; tok < batch; tok++ {
+		for i := 0; i < cols; i++ {
+			v := float32(1)
+			switch tok % 3 {
+			case 1:
+				v = -1
+			case 2:
+				if r.IntN(8) == 0 {
+					v = -1
+				}
+			}
+			x[tok*cols+i] = v * float32(1+tok)
+		}
+	}
+	want := make([]float32, batch*rows)
+	MatMulRef(want, m, x, batch)
+	a := prepareActivation(gguf.Q6_K, x, batch, cols, NewPool(1))
+	defer actPool.Put(a)
+	kern := gemmRows(gguf.Q6_K, a, impl.rows(gguf.Q6_K, cols))
+	if a.gp.groups == 0 {
+		t.Fatal("gemm did not run")
+	}
+	got := make([]float32, batch*rows)
+	kern(got, m, a, 0, rows)
+	for i := range want {
+		if !sameBits(got[i], want[i]) {
+			t.Fatalf("token %d row %d: gemm %g ref %g", i/rows, i%rows, got[i], want[i])
+		}
+	}
+}
+
 // TestGemmIsBatchAndThreadInvariant checks I8 across the tile boundary: a
 // token alone (row kernels) and at any position of prefill batches, with
 // 1–3 threads, gives the same bits.
@@ -151,7 +221,7 @@ func TestGemmIsBatchAndThreadInvariant(t *testing.T) {
 }
 
 // BenchmarkGemm is a prefill product of the 135M shape (576→1536, 512
-// tokens; Q4_K: the 1B shape, 2048→2048, 128 tokens) on one thread, gemm
+// tokens; Q4_K, Q6_K: the 1B shape, 2048→2048, 128 tokens) on one thread, gemm
 // tiles against the row kernels: GFLOP/s wall-clock and per CPU-second,
 // and as fractions of the FMA probe measured right after (of-fma-peak
 // wall-clock, of-fma-cpu per CPU-second; the host is shared, so the
@@ -159,9 +229,9 @@ func TestGemmIsBatchAndThreadInvariant(t *testing.T) {
 // multiply-add and can exceed 1.
 func BenchmarkGemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.F16, gguf.Q4_K, gguf.F32, gguf.Q4_0} {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.F16, gguf.Q4_K, gguf.Q6_K, gguf.F32, gguf.Q4_0} {
 		rows, cols, batch := 1536, 576, 512
-		if typ == gguf.Q4_K {
+		if typ == gguf.Q4_K || typ == gguf.Q6_K {
 			rows, cols, batch = 2048, 2048, 128 // the 1B shape's attention, pp128
 		}
 		m := gemmMatrix(&testing.T{}, r, typ, rows, cols)

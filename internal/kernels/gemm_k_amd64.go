@@ -14,12 +14,18 @@ import (
 //go:noescape
 func gemmK16(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
 
+//go:noescape
+func gemmK16Q6(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
+
 // gemmPackK lays out, for each group g of sixteen tokens, the tokens'
 // scales per super-block (xd16[(g·nsb+b)·16+t]) and their 16-value sums
-// as int16 pairs transposed: bsT[((g·nsb+b)·8+i)·16+t] holds bsum 2i
-// (low half) and 2i+1 (high half) of token 16g+t's super-block b. The
-// int8 activations themselves are read in place.
-func gemmPackK(a *activation) {
+// as int16 pairs: for Q4_K transposed, bsT[((g·nsb+b)·8+i)·16+t] holds
+// bsum 2i (low half) and 2i+1 (high half) of token 16g+t's super-block b
+// (one vector of the sixteen tokens per pair, for the min term M); for
+// Q6_K (q6) per token, bsT[((g·nsb+b)·16+t)·8+i], so that one ymm is a
+// token's eight pairs, lane l meeting the offset multipliers of lane l's
+// two sub-blocks. The int8 activations themselves are read in place.
+func gemmPackK(a *activation, q6 bool) {
 	nsb := a.cols / 256
 	g := a.batch / 16
 	a.gp.groups = g
@@ -32,16 +38,23 @@ func gemmPackK(a *activation) {
 				a.gp.d16[(gi*nsb+b)*16+t] = a.d[tok*nsb+b]
 				bs := a.bsum[tok*a.cols/16+16*b:]
 				for i := 0; i < 8; i++ {
-					a.gp.bsT[((gi*nsb+b)*8+i)*16+t] = int32(uint32(uint16(bs[2*i])) | uint32(uint16(bs[2*i+1]))<<16)
+					v := int32(uint32(uint16(bs[2*i])) | uint32(uint16(bs[2*i+1]))<<16)
+					if q6 {
+						a.gp.bsT[((gi*nsb+b)*16+t)*8+i] = v
+					} else {
+						a.gp.bsT[((gi*nsb+b)*8+i)*16+t] = v
+					}
 				}
 			}
 		}
 	}
 }
 
-// kRowScratch is one row unpacked for gemmK16: per super-block its 256
-// values (q), 128 int16 scales, eight per sub-block half-group (sv), and
-// its 16 min multipliers and two float factors (wm, 40 bytes).
+// kRowScratch is one row unpacked for gemmK16/gemmK16Q6: per super-block
+// its 256 values (q), 128 int16 scales, eight per sub-block half-group
+// (sv), and its 16 min multipliers (Q6_K: the negated offset multipliers
+// −32·sc, so the kernel adds them into the integer lanes) and two float
+// factors (wm, 40 bytes).
 type kRowScratch struct {
 	q, wm []byte
 	sv    []uint64 // int16 ×4 per word
@@ -69,7 +82,7 @@ func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
 			sv[4*g], sv[4*g+1], sv[4*g+2], sv[4*g+3] = lo, lo, hi, hi
 		}
 		for j := 0; j < 16; j++ {
-			le.PutUint16(wm[2*j:], uint16(sc[16+j]))
+			le.PutUint16(wm[2*j:], uint16(-sc[16+j])) // |32·sc| ≤ 4096 fits int16
 		}
 		d := f16At(row, 210*b+q6kOffD)
 		le.PutUint32(wm[32:], math.Float32bits(d))
@@ -107,16 +120,21 @@ func (s *kRowScratch) unpackQ4K(row []byte, nsb int) {
 }
 
 // rowsGemmK unpacks each row once and meets it with every full group of
-// sixteen tokens (gemmK16); the base kernel takes the tokens past them.
+// sixteen tokens (gemmK16, or gemmK16Q6 for Q6_K's folded offset); the
+// base kernel takes the tokens past them.
 func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	nsb, rb := a.cols/256, m.rowBytes()
 	s := kRowPool.Get().(*kRowScratch)
 	s.q, s.sv, s.wm, s.scl = grow(s.q, 256*nsb), grow(s.sv, 32*nsb), grow(s.wm, 40*nsb), grow(s.scl, 32*nsb)
 	sv := (*int16)(unsafe.Pointer(&s.sv[0]))
+	tile := gemmK16
+	if m.Type == gguf.Q6_K {
+		tile = gemmK16Q6
+	}
 	for r := r0; r < r1; r++ {
 		s.unpack(m.Type, m.Data[r*rb:(r+1)*rb], nsb)
 		for gi := 0; gi < a.gp.groups; gi++ {
-			gemmK16(&s.q[0], sv, &s.wm[0], &a.qs[16*gi*a.cols], a.cols,
+			tile(&s.q[0], sv, &s.wm[0], &a.qs[16*gi*a.cols], a.cols,
 				&a.gp.d16[gi*nsb*16], &a.gp.bsT[gi*nsb*128], nsb, &out[16*gi*m.Rows+r], 4*m.Rows)
 		}
 	}
