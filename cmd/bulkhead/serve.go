@@ -77,12 +77,20 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	o.register(fs)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve the HTTP API on")
 	fs.StringVar(&o.tenantsFile, "tenants", "", "tenants file (TOML): ids, API key hashes, limits (default: one anonymous tenant, no auth)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (stopped at shutdown), for `go tool pprof`")
 	o.trust.registerServer(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return &exitCode{2, fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -42,6 +42,10 @@ type attnGroup struct {
 	k16, v16    []uint16
 	k32, v32    []float32
 	vmat        kernels.Matrix
+	// tasks are the indices [t0, t1) of the group's tasks when they are
+	// contiguous, which they are when every query of the pass fits one
+	// block (decode steps); see fuseAttention.
+	t0, t1 int
 }
 
 // attnTask is the attention of queries [q0, q1) of one sequence and one
@@ -81,12 +85,35 @@ func (m *Model) attend(li int, kv KVStore, seqs []Seq) {
 		}
 		m.planAttention(kv, seqs[start:end], start, first)
 		m.s.layer, m.s.kv, m.s.seqs = li, kv, seqs
-		m.pool.Parallel(len(m.s.groups), m.gatherFn)
-		m.pool.Parallel(len(m.s.tasks), m.attendFn)
+		if m.fuseAttention(seqs[start:end]) {
+			m.pool.Parallel(len(m.s.groups), m.gatherAttendFn)
+		} else {
+			m.pool.Parallel(len(m.s.groups), m.gatherFn)
+			m.pool.Parallel(len(m.s.tasks), m.attendFn)
+		}
 		m.s.kv, m.s.seqs = nil, nil
 		first += tokens
 		start = end
 	}
+}
+
+// fuseAttention says whether a pass runs each group's gather and its
+// heads' tasks as one work item instead of two rounds over the pool. It
+// does when every sequence's queries fit one block (so a group's tasks are
+// contiguous, t0..t1) and there are groups enough to keep every thread
+// busy: a 16-sequence decode step then attends each group while its
+// gathered keys and values are still in cache, with one barrier per layer
+// instead of two. Which thread computes what does not change any result.
+func (m *Model) fuseAttention(seqs []Seq) bool {
+	if len(m.s.groups) < 4*m.pool.Threads() {
+		return false
+	}
+	for i := range seqs {
+		if len(seqs[i].Tokens) > queryBlock {
+			return false
+		}
+	}
+	return true
 }
 
 // attnBytes estimates the scratch one sequence needs in an attention pass.
@@ -121,6 +148,9 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 		gpk := c.Heads / c.KVHeads
 		for h := 0; h < c.Heads; h++ {
 			group := len(s.groups) - c.KVHeads + h/gpk
+			if h%gpk == 0 {
+				s.groups[group].t0 = len(s.tasks)
+			}
 			for q0 := 0; q0 < len(sq.Tokens); q0 += queryBlock {
 				q1 := min(q0+queryBlock, len(sq.Tokens))
 				s.tasks = append(s.tasks, attnTask{group: group, head: h, q0: q0, q1: q1, first: first})
@@ -130,6 +160,7 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 					vtNeed += hd * vcols
 				}
 			}
+			s.groups[group].t1 = len(s.tasks)
 		}
 		first += len(sq.Tokens)
 	}
@@ -194,6 +225,13 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 func (m *Model) bindAttention() {
 	m.gatherFn = func(i int) { m.gather(m.s.layer, m.s.kv, m.s.seqs, &m.s.groups[i]) }
 	m.attendFn = func(i int) { m.attendTask(m.s.seqs, &m.s.tasks[i]) }
+	m.gatherAttendFn = func(i int) {
+		g := &m.s.groups[i]
+		m.gather(m.s.layer, m.s.kv, m.s.seqs, g)
+		for t := g.t0; t < g.t1; t++ {
+			m.attendTask(m.s.seqs, &m.s.tasks[t])
+		}
+	}
 }
 
 // gather copies a group's keys (row per position) and transposed values
@@ -235,10 +273,8 @@ func (m *Model) gather(li int, kv KVStore, seqs []Seq, g *attnGroup) {
 			for j := 0; j < cnt; j++ {
 				src := j*K + off
 				copy(g.k16[(p0+j)*hd:(p0+j+1)*hd], kp[src:src+hd])
-				for d, x := range vp[src : src+hd] {
-					g.v16[d*g.pad+p0+j] = x
-				}
 			}
+			transpose16(g.v16[p0:], g.pad, vp[off:], K, cnt, hd)
 		} else {
 			kp, vp := kv.PageF32(li, int(pages[p0/ps]))
 			for j := 0; j < cnt; j++ {

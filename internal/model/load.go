@@ -68,6 +68,7 @@ type Model struct {
 	mu     sync.Mutex
 
 	gatherFn, attendFn func(i int) // see bindAttention
+	gatherAttendFn     func(i int)
 	s                  scratch
 }
 
