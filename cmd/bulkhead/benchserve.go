@@ -28,7 +28,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.InputLen, "input-len", 512, "prompt tokens per request (exact when the server offers /tokenize)")
 	fs.IntVar(&cfg.OutputLen, "output-len", 128, "max_tokens per request")
 	fs.BoolVar(&cfg.IgnoreEOS, "ignore-eos", true, "ask the server to generate exactly --output-len tokens (vLLM and llama.cpp honour it)")
-	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the random prompts")
+	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the random prompts; level i of a sweep uses seed+i, so no level meets an earlier level's prompts in the server's prefix cache")
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "deadline of each request")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -52,8 +52,13 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var reps []*loadgen.Report
-	for _, c := range levels {
+	seed := cfg.Seed
+	for i, c := range levels {
 		cfg.Concurrency = c
+		// Fresh prompts per level: with the same ones, every level after
+		// the first would be served from the prefix cache and measure
+		// decode alone.
+		cfg.Seed = seed + int64(i)
 		rep, err := loadgen.Run(ctx, cfg, stderr)
 		if err != nil {
 			return err

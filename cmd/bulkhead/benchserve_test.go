@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bulkhead-llm/bulkhead/internal/api"
@@ -16,12 +18,28 @@ import (
 
 // TestBenchServeSweepsConcurrency runs --concurrency 1,2 against a fake
 // OpenAI-compatible server: --json prints one report per level, in order,
-// and the text form ends with the comparison table.
+// and the text form ends with the comparison table. No level sends a
+// prompt an earlier level sent (it would be a prefix-cache hit, and the
+// level would measure decode alone).
 func TestBenchServeSweepsConcurrency(t *testing.T) {
 	eng := apitest.NewFakeEngine()
 	eng.MaxCtx.Store(4096)
-	hs := httptest.NewServer(api.NewServer(api.Config{ModelID: "fake"}, eng, apitest.ByteTokenizer{},
-		nil, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	inner := api.NewServer(api.Config{ModelID: "fake"}, eng, apitest.ByteTokenizer{},
+		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var mu sync.Mutex
+	var prompts []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" {
+			b, _ := io.ReadAll(r.Body)
+			var req struct{ Prompt string }
+			json.Unmarshal(b, &req)
+			mu.Lock()
+			prompts = append(prompts, req.Prompt)
+			mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		inner.ServeHTTP(w, r)
+	}))
 	defer hs.Close()
 	args := []string{"bench", "serve", "--url", hs.URL, "--concurrency", "1,2", "--requests", "3", "--input-len", "8", "--output-len", "2"}
 	var stdout, stderr bytes.Buffer
@@ -40,6 +58,21 @@ func TestBenchServeSweepsConcurrency(t *testing.T) {
 			t.Errorf("concurrency %d: %d completed, %d failed", r.Concurrency, r.Completed, r.Failed)
 		}
 	}
+	mu.Lock()
+	if len(prompts) != 6 {
+		t.Fatalf("%d completions requests, want 6", len(prompts))
+	}
+	first := map[string]bool{}
+	for _, p := range prompts[:3] { // concurrency 1 runs first, alone
+		first[p] = true
+	}
+	for _, p := range prompts[3:] {
+		if first[p] {
+			t.Errorf("the second level resent a prompt of the first: %q", p)
+		}
+	}
+	prompts = nil
+	mu.Unlock()
 	stdout.Reset()
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
