@@ -60,17 +60,13 @@ func rowsFast512(t gguf.Type, cols int) rowKernel {
 	return rowsFast(t, cols)
 }
 
-// kPermZ holds the constant vectors of q4kRowsZ and q6kRowsZ: at 64×c
-// (c < 4) the VPERMW indices spreading Q4_K's scales 2c and 2c+1 over 16
-// words each; at 256+64×q the indices spreading Q6_K's scales 4q..4q+3
-// over 8 words each; at 512 and 576 the per-qword shifts (4,2) and (0,2)
-// of Q6_K's high bits.
-var kPermZ = func() (c [640]byte) {
-	put16 := func(off, i int, v uint16) { c[off+2*i], c[off+2*i+1] = byte(v), byte(v>>8) }
-	for k := 0; k < 4; k++ {
+// kPermZ holds the constant vectors of q6kRowsZ: at 64×q (q < 4) the
+// VPERMW indices spreading Q6_K's scales 4q..4q+3 over 8 words each; at
+// 256 and 320 the per-qword shifts (4,2) and (0,2) of its high bits.
+var kPermZ = func() (c [384]byte) {
+	for q := 0; q < 4; q++ {
 		for w := 0; w < 32; w++ {
-			put16(64*k, w, uint16(2*k+w/16))
-			put16(256+64*k, w, uint16(4*k+w/8))
+			c[64*q+2*w] = byte(4*q + w/8)
 		}
 	}
 	for q := 0; q < 8; q++ {
@@ -78,10 +74,19 @@ var kPermZ = func() (c [640]byte) {
 		if q >= 4 {
 			sl, sr = 2, 2
 		}
-		c[512+8*q], c[576+8*q] = sl, sr
+		c[256+8*q], c[320+8*q] = sl, sr
 	}
 	return c
 }()
+
+// kQ4KScl are q4kRowsZ's scale-decoding constants (dwords): the right
+// shifts of [a, c, m, c] and of [a, a, m, m], then their masks.
+var kQ4KScl = [16]uint32{
+	0, 0, 0, 4,
+	0, 2, 0, 2,
+	0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f,
+	0, 0x30303030, 0, 0x30303030,
+}
 
 // rowsQ8Z computes Q8_0/Q4_0 rows [r0,r1): the tokens that fill tiles of
 // four or eight through rowsQ8's tiles, the others one token at a time

@@ -10,13 +10,20 @@
 // int16 pairs × int16 into int32), so results are bit-equal to the
 // reference and to AVX2.
 //
-//   - q8RowsZ / q40RowsZ: two rows at a time (two independent FMA chains)
-//     and two 32-value blocks per 512-bit integer step; the eight-lane
-//     float FMAs of the two blocks stay one after the other.
-//   - q4kRowsZ / q6kRowsZ: 64 values per 512-bit step, the sub-block
-//     scales spread to words by VPERMW and applied by VPDPWSSD; the two
-//     256-bit halves are added (exact) into the eight int32 lanes A of
-//     dotKRef before its float steps.
+//   - q8RowsZ: 256-bit, two rows at a time (two FMA chains), VPDPBUSD for
+//     the block's integer lanes.
+//   - q40RowsZ: two rows at a time and two 32-value blocks per 512-bit
+//     integer step; the eight-lane float FMAs of the two blocks stay one
+//     after the other.
+//   - q4kRowsZ: 256-bit, scales decoded with vector shifts and applied by
+//     VPDPWSSD with an embedded broadcast (a load, not a shuffle).
+//   - q6kRowsZ: 64 values per 512-bit step, the sub-block scales spread to
+//     words by VPERMW and applied by VPDPWSSD; the two 256-bit halves are
+//     added (exact) into the eight int32 lanes A of dotKRef before its
+//     float steps.
+//
+// 256-bit code where it is as short: CPUs that run 512-bit work on two
+// fused 256-bit ports lose the third vector port while any is in flight.
 //   - f16RowsZ: eight rows, two per 512-bit register (row r in lanes 0..7,
 //     row r+1 in 8..15), so each row keeps its own eight lanes in order.
 
@@ -28,45 +35,11 @@
 	VMOVSHDUP    X, TX     \
 	VADDSS       TX, X, X
 
-// Q8BLK2(W, ACC): the two blocks at W (34-byte stride) against the
-// activation pair in Z20 (x) / Z21 (−x); the block scales in Y22, Y23
-// (d_x) are multiplied by the row's d_w; ACC (Y) takes both FMAs in order.
-#define Q8BLK2(W, ACC) \
-	VMOVDQU      2(W), Y0             \
-	VINSERTI64X4 $1, 36(W), Z0, Z0    \
-	VPMOVB2M     Z0, K1               \
-	VPABSB       Z0, Z0               \
-	VPBLENDMB    Z21, Z20, K1, Z2     \
-	VPXORD       Z4, Z4, Z4           \
-	VPDPBUSD     Z2, Z0, Z4           \
-	VCVTDQ2PS    Z4, Z4               \
-	VPBROADCASTW (W), X5              \
-	VCVTPH2PS    X5, Y5               \
-	VMULPS       Y22, Y5, Y5          \
-	VPBROADCASTW 34(W), X6            \
-	VCVTPH2PS    X6, Y6               \
-	VMULPS       Y23, Y6, Y6          \
-	VFMADD231PS  Y5, Y4, ACC          \
-	VEXTRACTF64X4 $1, Z4, Y4          \
-	VFMADD231PS  Y6, Y4, ACC
-
-// Q8BLK1(W, ACC): one block (the odd last one), Z20/Y22 holding its x/d_x.
-#define Q8BLK1(W, ACC) \
-	VMOVDQU      2(W), Y0             \
-	VPMOVB2M     Y0, K1               \
-	VPABSB       Y0, Y0               \
-	VPBLENDMB    Y21, Y20, K1, Y2     \
-	VPXORD       Y4, Y4, Y4           \
-	VPDPBUSD     Y2, Y0, Y4           \
-	VCVTDQ2PS    Y4, Y4               \
-	VPBROADCASTW (W), X5              \
-	VCVTPH2PS    X5, Y5               \
-	VMULPS       Y22, Y5, Y5          \
-	VFMADD231PS  Y5, Y4, ACC
-
-// Q40BLK2(W, ACC): as Q8BLK2 for Q4_0 (18-byte blocks of nibbles): the
-// unsigned nibbles u go through VPDPBUSD with x, onto Z21 = −Σ8x per lane,
-// giving Σ(u−8)·x exactly. Z29 = 0x0f bytes.
+// Q40BLK2(W, ACC): the two Q4_0 blocks at W (18-byte stride) against the
+// activation pair in Z20: the unsigned nibbles u go through VPDPBUSD with x,
+// onto Z21 = −Σ8x per lane, giving Σ(u−8)·x exactly; the block scales in
+// Y22, Y23 (d_x) are multiplied by the row's d_w and ACC (Y) takes both
+// eight-lane FMAs in order. Z29 = 0x0f bytes.
 #define Q40BLK2(W, ACC) \
 	VMOVDQU      2(W), X0             \
 	VINSERTI128  $1, 20(W), Y0, Y0    \
@@ -100,19 +73,8 @@
 	VMULPS       Y22, Y5, Y5          \
 	VFMADD231PS  Y5, Y4, ACC
 
-// Per-step activation set-up. Q8: Z20 = x, Z21 = −x. Q4_0: Z20 = x,
-// Z21 = −Σ 8·x per four-value lane (Z28 = 8 bytes, Z30 = 0).
-#define XQ8_2 \
-	VMOVDQU64    (R8), Z20            \
-	VPSUBB       Z20, Z31, Z21        \
-	VBROADCASTSS (DX), Y22            \
-	VBROADCASTSS 4(DX), Y23
-
-#define XQ8_1 \
-	VMOVDQU64    (R8), Y20            \
-	VPSUBB       Y20, Y31, Y21        \
-	VBROADCASTSS (DX), Y22
-
+// Per-step activation set-up of Q4_0: Z20 = x, Z21 = −Σ 8·x per four-value
+// lane (Z28 = 8 bytes, Z31 = 0).
 #define XQ40_2 \
 	VMOVDQU64    (R8), Z20            \
 	VPXORD       Z30, Z30, Z30        \
@@ -211,7 +173,87 @@ done:                            \
 	VZEROUPPER                   \
 	RET
 
-ROWS32(·q8RowsZ, 34, XQ8_2, XQ8_1, Q8BLK2, Q8BLK1)
+// Q8ROW(W, ACC, T0, T1, T2): one Q8_0 block of the row at W against the
+// activation block in Y12 with scale d_x in Y14 — AVX2's TOKEN with
+// VPDPBUSD (|w| × x·sign(w), groups of four into int32) for its two
+// multiply-adds.
+#define Q8ROW(W, ACC, T0, T1, T2) \
+	VMOVDQU      2(W), T0          \
+	VPSIGNB      T0, Y12, T1       \
+	VPABSB       T0, T0            \
+	VPXOR        T2, T2, T2        \
+	VPDPBUSD     T1, T0, T2        \
+	VCVTDQ2PS    T2, T2            \
+	VPBROADCASTW (W), X0           \
+	VCVTPH2PS    X0, Y0            \
+	VMULPS       Y14, Y0, Y0       \
+	VFMADD231PS  Y0, T2, ACC
+
+// func q8RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
+// 256-bit only (see q4kRowsZ), two rows per pass so two FMA chains run.
+TEXT ·q8RowsZ(SB), NOSPLIT, $0-56
+	MOVQ  w+0(FP), DI
+	MOVQ  rowBytes+8(FP), R9
+	MOVQ  rows+16(FP), BX
+	MOVQ  out+48(FP), R13
+
+q8pair:
+	CMPQ  BX, $2
+	JLT   q8single
+	MOVQ  DI, SI
+	LEAQ  (DI)(R9*1), R14
+	MOVQ  xq+24(FP), R8
+	MOVQ  xd+32(FP), DX
+	MOVQ  nb+40(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+q8pblk:
+	PREFETCHT0 544(SI)
+	PREFETCHT0 544(R14)
+	VMOVDQU      (R8), Y12
+	VBROADCASTSS (DX), Y14
+	Q8ROW(SI, Y8, Y1, Y2, Y3)
+	Q8ROW(R14, Y9, Y4, Y5, Y6)
+	ADDQ  $34, SI
+	ADDQ  $34, R14
+	ADDQ  $32, R8
+	ADDQ  $4, DX
+	DECQ  CX
+	JNZ   q8pblk
+	HSUM8(Y8, X8, X0)
+	HSUM8(Y9, X9, X0)
+	MOVSS X8, (R13)
+	MOVSS X9, 4(R13)
+	ADDQ  $8, R13
+	LEAQ  (DI)(R9*2), DI
+	SUBQ  $2, BX
+	JMP   q8pair
+
+q8single:
+	TESTQ BX, BX
+	JZ    q8done
+	MOVQ  DI, SI
+	MOVQ  xq+24(FP), R8
+	MOVQ  xd+32(FP), DX
+	MOVQ  nb+40(FP), CX
+	VXORPS Y8, Y8, Y8
+
+q8sblk:
+	VMOVDQU      (R8), Y12
+	VBROADCASTSS (DX), Y14
+	Q8ROW(SI, Y8, Y1, Y2, Y3)
+	ADDQ  $34, SI
+	ADDQ  $32, R8
+	ADDQ  $4, DX
+	DECQ  CX
+	JNZ   q8sblk
+	HSUM8(Y8, X8, X0)
+	MOVSS X8, (R13)
+
+q8done:
+	VZEROUPPER
+	RET
 
 ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 
@@ -226,28 +268,34 @@ ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 	VPADDD       X7, X6, X6     \
 	VCVTDQ2PS    X6, X6
 
-// Q4KZ(OFF, XOFF, SC): 32 bytes of nibbles at OFF(SI) (sub-blocks 2c low,
-// 2c+1 high) against 64 activations; SC holds the two scales as words.
-#define Q4KZ(OFF, XOFF, SC) \
-	VMOVDQU      OFF(SI), Y0         \
-	VPSRLW       $4, Y0, Y1          \
-	VINSERTI64X4 $1, Y1, Z0, Z0      \
-	VPANDD       Z15, Z0, Z0         \
-	VPMADDUBSW   XOFF(R8), Z0, Z0    \
-	VPDPWSSD     SC, Z0, Z8
+// Q4KY(OFF, XOFF, S0, S1): 32 bytes of nibbles at OFF(SI) (sub-block 2c
+// low, 2c+1 high) against 64 activations at XOFF(R8); the sub-blocks'
+// scales are the dword pairs (sc, sc) at S0(SP), S1(SP), broadcast by
+// VPDPWSSD itself (a load, no shuffle). Y8/Y11 collect the low/high
+// sub-blocks' lanes.
+#define Q4KY(OFF, XOFF, S0, S1) \
+	VMOVDQU          OFF(SI), Y0         \
+	VPSRLW           $4, Y0, Y1          \
+	VPAND            Y15, Y0, Y0         \
+	VPAND            Y15, Y1, Y1         \
+	VPMADDUBSW       XOFF(R8), Y0, Y0    \
+	VPMADDUBSW       XOFF+32(R8), Y1, Y1 \
+	VPDPWSSD.BCST    S0(SP), Y0, Y8      \
+	VPDPWSSD.BCST    S1(SP), Y1, Y11
 
 // func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
-TEXT ·q4kRowsZ(SB), NOSPLIT, $0-64
+// 256-bit only: on CPUs that fuse two 256-bit ports for 512-bit work this
+// keeps all three vector ports. The 12 scale bytes are decoded with
+// vector shifts and masks (kQ4KScl), the eight (scale, min) pairs stored
+// as dword pairs at 0(SP) (scales 0..3, mins 0..3) and 32(SP) (4..7).
+TEXT ·q4kRowsZ(SB), NOSPLIT, $64-64
 	MOVQ         out+0(FP), DI
 	MOVQ         w+8(FP), R10
 	MOVQ         n+24(FP), R11
 	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
-	LEAQ         ·kPermZ(SB), AX
-	VMOVDQU64    0(AX), Z24
-	VMOVDQU64    64(AX), Z25
-	VMOVDQU64    128(AX), Z26
-	VMOVDQU64    192(AX), Z27
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	LEAQ         ·kQ4KScl(SB), AX
 
 row:
 	MOVQ   R10, SI
@@ -262,58 +310,38 @@ sb:
 	PREFETCHT0 1024(SI)
 	PREFETCHT0 1088(SI)
 	PREFETCHT0 1152(SI)
-	// Scales from the three little-endian words a, m, c of the 12 bytes
-	// (as q4kRows, without R15).
-	MOVL  4(SI), AX        // a
-	MOVL  8(SI), BX        // m
-	MOVL  AX, R13
-	ANDL  $0x3f3f3f3f, R13 // sc03
-	VMOVD R13, X0
-	MOVL  BX, R14
-	ANDL  $0x3f3f3f3f, R14 // mn03
-	SHRL  $6, AX
-	ANDL  $0x03030303, AX
-	SHLL  $4, AX
-	MOVL  12(SI), R13
-	ANDL  $0x0f0f0f0f, R13
-	ORL   AX, R13          // sc47
-	VPINSRD $1, R13, X0, X0
-	VPINSRD $2, R14, X0, X0
-	SHRL  $6, BX
-	ANDL  $0x03030303, BX
-	SHLL  $4, BX
-	MOVL  12(SI), R12
-	SHRL  $4, R12
-	ANDL  $0x0f0f0f0f, R12
-	ORL   BX, R12          // mn47
-	VPINSRD $3, R12, X0, X0
-	VPMOVZXBW X0, Y16        // s0..s7, m0..m7
-	VEXTRACTI32X4 $1, Y16, X1
-	VPUNPCKLWD X1, X1, X2
-	VPUNPCKHWD X1, X1, X3
-	VINSERTI128 $1, X3, Y2, Y13
-	VPERMW Z16, Z24, Z17
-	VPERMW Z16, Z25, Z18
-	VPERMW Z16, Z26, Z19
-	VPERMW Z16, Z27, Z20
+	// Dwords a, m, c of the scale bytes → [sc03, sc47, mn03, mn47]:
+	// [a, c, m, c] >> (0,0,0,4) & (3f, 0f, 3f, 0f) | [a, a, m, m] >> 2 & (0, 30, 0, 30).
+	VMOVDQU    4(SI), X0
+	VPSHUFD    $0x98, X0, X1
+	VPSHUFD    $0x50, X0, X2
+	VPSRLVD    0(AX), X1, X1
+	VPSRLVD    16(AX), X2, X2
+	VPAND      32(AX), X1, X1
+	VPAND      48(AX), X2, X2
+	VPOR       X2, X1, X0
+	VPMOVZXBW  X0, Y1            // sc0..7 | mn0..7 as words
+	VPUNPCKLWD Y1, Y1, Y2        // (sc0..3) pairs | (mn0..3) pairs
+	VPUNPCKHWD Y1, Y1, Y3        // (sc4..7) pairs | (mn4..7) pairs
+	VMOVDQU    Y2, 0(SP)
+	VMOVDQU    Y3, 32(SP)
+	VPERM2I128 $0x31, Y3, Y2, Y13 // the 16 multipliers of bs: m0,m0,…,m7,m7
 
-	VPXORD Z8, Z8, Z8
-	Q4KZ(16, 0, Z17)
-	Q4KZ(48, 64, Z18)
-	Q4KZ(80, 128, Z19)
-	Q4KZ(112, 192, Z20)
-	VEXTRACTI64X4 $1, Z8, Y1
-	VPADDD       Y1, Y8, Y8
+	VPXOR Y8, Y8, Y8
+	VPXOR Y11, Y11, Y11
+	Q4KY(16, 0, 0, 4)
+	Q4KY(48, 64, 8, 12)
+	Q4KY(80, 128, 32, 36)
+	Q4KY(112, 192, 40, 44)
+	VPADDD       Y11, Y8, Y8
 	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS (DX), Y4
-	VPBROADCASTW (SI), X5
-	VCVTPH2PS    X5, Y5
-	VMULPS       Y4, Y5, Y5
-	VFMADD231PS  Y5, Y8, Y9
+	VBROADCASTSS (DX), X4
+	VCVTPH2PS    (SI), X5        // d, dmin (and two scale bytes)
+	VMULPS       X4, X5, X5      // d×d_x, dmin×d_x
+	VBROADCASTSS X5, Y7
+	VFMADD231PS  Y7, Y8, Y9
 	MTERMR
-	VPBROADCASTW 2(SI), X7
-	VCVTPH2PS    X7, X7
-	VMULSS       X4, X7, X7
+	VMOVSHDUP    X5, X7
 	VFMADD231SS  X7, X6, X10
 	ADDQ         $144, SI
 	ADDQ         $256, R8
@@ -363,12 +391,12 @@ TEXT ·q6kRowsZ(SB), NOSPLIT, $0-64
 	MOVL         $0x30303030, AX
 	VPBROADCASTD AX, Z14
 	LEAQ         ·kPermZ(SB), AX
-	VMOVDQU64    256(AX), Z24
-	VMOVDQU64    320(AX), Z25
-	VMOVDQU64    384(AX), Z26
-	VMOVDQU64    448(AX), Z27
-	VMOVDQU64    512(AX), Z12
-	VMOVDQU64    576(AX), Z11
+	VMOVDQU64    0(AX), Z24
+	VMOVDQU64    64(AX), Z25
+	VMOVDQU64    128(AX), Z26
+	VMOVDQU64    192(AX), Z27
+	VMOVDQU64    256(AX), Z12
+	VMOVDQU64    320(AX), Z11
 
 row6:
 	MOVQ   R10, SI

@@ -133,12 +133,13 @@ func TestSetKernels(t *testing.T) {
 
 // BenchmarkDecodeRows streams Llama-3.2-1B-shaped weights (2048×8192 and
 // 8192×2048 matrices, cycled over ≥ 256 MB so nothing stays in the last-
-// level cache) through MatMul at 1, 4 and 16 tokens on two threads, for
-// each supported kernel set, reporting weight GB/s (SetBytes). Compare
-// sets within one run; alternate runs on a shared machine.
+// level cache) through MatMul at 1, 4 and 16 tokens on one thread, for
+// each supported kernel set, reporting weight bandwidth: MB/s (wall clock)
+// and GB/cpu-s (per CPU-second of the process, steadier on a shared
+// machine). Compare sets within one run; alternate runs.
 func BenchmarkDecodeRows(b *testing.B) {
 	r := rand.New(rand.NewPCG(41, 42))
-	p := NewPool(2)
+	p := NewPool(1)
 	defer p.Close()
 	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q8_0, gguf.Q4_0, gguf.F16} {
 		var ms []*Matrix
@@ -161,10 +162,14 @@ func BenchmarkDecodeRows(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("%s/b%d/%s", typ, batch, name), func(b *testing.B) {
 					b.SetBytes(int64(total))
+					c0 := cpuTime()
 					for b.Loop() {
 						for _, m := range ms {
 							p.MatMul(out, m, x, batch)
 						}
+					}
+					if d := cpuTime() - c0; d > 0 {
+						b.ReportMetric(float64(total)*float64(b.N)/d.Seconds()/1e9, "GB/cpu-s")
 					}
 				})
 			})
@@ -187,4 +192,39 @@ func rawOrRand(b testing.TB, r *rand.Rand, typ gguf.Type, rows, cols int) *Matri
 		b.Fatal(err)
 	}
 	return m
+}
+
+// BenchmarkRowKernelsInCache is one token against a 256×2048 matrix that
+// stays in L2 (≤ 1 MiB), one thread, per supported kernel set: the row
+// kernels' compute speed without the memory stream or the activation's
+// quantization (prepared once), in weight GB/cpu-s.
+func BenchmarkRowKernelsInCache(b *testing.B) {
+	r := rand.New(rand.NewPCG(43, 44))
+	p := NewPool(1)
+	defer p.Close()
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q8_0, gguf.Q4_0, gguf.F16} {
+		m := rawOrRand(b, r, typ, 256, 2048)
+		for _, batch := range []int{1, 4} {
+			x := randVec(r, batch*2048, 1)
+			out := make([]float32, batch*256)
+			forEachKernelSet(b, func(name string) {
+				if name == "go" {
+					return
+				}
+				b.Run(fmt.Sprintf("%s/b%d/%s", typ, batch, name), func(b *testing.B) {
+					a := prepareActivation(m.Type, x, batch, m.Cols, p)
+					defer actPool.Put(a)
+					kern := impl.rows(m.Type, m.Cols)
+					b.SetBytes(int64(len(m.Data)))
+					c0 := cpuTime()
+					for b.Loop() {
+						kern(out, m, a, 0, m.Rows)
+					}
+					if d := cpuTime() - c0; d > 0 {
+						b.ReportMetric(float64(len(m.Data))*float64(b.N)/d.Seconds()/1e9, "GB/cpu-s")
+					}
+				})
+			})
+		}
+	}
 }
