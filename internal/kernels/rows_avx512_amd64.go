@@ -24,6 +24,9 @@ func q40RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *f
 func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 //go:noescape
+func q4kRows4Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, outStride int)
+
+//go:noescape
 func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 //go:noescape
@@ -113,9 +116,10 @@ func rowsQ8Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 }
 
-// rowsKZ is rowsK with q4kRowsZ/q6kRowsZ for batches up to
-// kFusedMaxBatch (token by token over the chunk's rows, which stay in
-// cache); larger batches take rowsK's unpacked path.
+// rowsKZ is rowsK with the AVX-512 kernels for batches up to
+// kFusedMaxBatch, over the chunk's rows (which stay in cache): Q4_K four
+// tokens at a time through q4kRows4Z, then one at a time; Q6_K one at a
+// time. Larger batches take rowsK's unpacked path.
 func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	if a.batch > kFusedMaxBatch || r1 <= r0 {
 		rowsK(out, m, a, r0, r1)
@@ -124,7 +128,13 @@ func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	nsb := a.cols / 256
 	rb := m.rowBytes()
 	w := &m.Data[r0*rb]
-	for t := 0; t < a.batch; t++ {
+	t := 0
+	if m.Type == gguf.Q4_K {
+		for ; t+4 <= a.batch; t += 4 {
+			q4kRows4Z(&out[t*m.Rows+r0], w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb, 4*m.Rows)
+		}
+	}
+	for ; t < a.batch; t++ {
 		o := &out[t*m.Rows+r0]
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
 		if m.Type == gguf.Q4_K {

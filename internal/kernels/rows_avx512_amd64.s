@@ -35,6 +35,64 @@
 	VMOVSHDUP    X, TX     \
 	VADDSS       TX, X, X
 
+// Q4_K, four tokens per pass (q4kRows4Z): a super-block's nibbles (Y0..Y7,
+// groups 0..7) and scales are decoded once and met by each token in turn.
+// Per token the operations are q4kRowsZ's, so a token's result does not
+// depend on the tile that computed it.
+
+// Q4KT(XQ, XD, BS, ACC, ACCM): one token against the decoded super-block:
+// XQ/XD/BS address its 256 activations, scale and 16 sums; ACC (Y) and
+// ACCM (X) are its float accumulators.
+#define Q4KT(XQ, XD, BS, ACC, ACCM) \
+	VPXOR         Y9, Y9, Y9             \
+	VPXOR         Y10, Y10, Y10          \
+	VPMADDUBSW    0 XQ, Y0, Y8           \
+	VPDPWSSD.BCST 0(SP), Y8, Y9          \
+	VPMADDUBSW    32 XQ, Y1, Y11         \
+	VPDPWSSD.BCST 4(SP), Y11, Y10        \
+	VPMADDUBSW    64 XQ, Y2, Y8          \
+	VPDPWSSD.BCST 8(SP), Y8, Y9          \
+	VPMADDUBSW    96 XQ, Y3, Y11         \
+	VPDPWSSD.BCST 12(SP), Y11, Y10       \
+	VPMADDUBSW    128 XQ, Y4, Y8         \
+	VPDPWSSD.BCST 32(SP), Y8, Y9         \
+	VPMADDUBSW    160 XQ, Y5, Y11        \
+	VPDPWSSD.BCST 36(SP), Y11, Y10       \
+	VPMADDUBSW    192 XQ, Y6, Y8         \
+	VPDPWSSD.BCST 40(SP), Y8, Y9         \
+	VPMADDUBSW    224 XQ, Y7, Y11        \
+	VPDPWSSD.BCST 44(SP), Y11, Y10       \
+	VPADDD        Y10, Y9, Y9            \
+	VCVTDQ2PS     Y9, Y9                 \
+	VBROADCASTSS  XD, X20                \
+	VMULPS        X20, X14, X21          \
+	VBROADCASTSS  X21, Y22               \
+	VFMADD231PS   Y22, Y9, ACC           \
+	VPMADDWD      BS, Y13, Y24           \
+	VEXTRACTI32X4 $1, Y24, X25           \
+	VPADDD        X25, X24, X24          \
+	VPSHUFD       $0x4e, X24, X25        \
+	VPADDD        X25, X24, X24          \
+	VPSHUFD       $0xb1, X24, X25        \
+	VPADDD        X25, X24, X24          \
+	VCVTDQ2PS     X24, X24               \
+	VMOVSHDUP     X21, X25               \
+	VFMADD231SS   X25, X24, ACCM
+
+// Q4KNIB(OFF, LO, HI): the low and high nibbles of 32 bytes at OFF(SI).
+#define Q4KNIB(OFF, LO, HI) \
+	VMOVDQU OFF(SI), LO  \
+	VPSRLW  $4, LO, HI   \
+	VPAND   Y15, LO, LO  \
+	VPAND   Y15, HI, HI
+
+// HSUMOUT(ACC, ACCM, OFF): token result hsum(ACC) − ACCM to OFF(DI).
+#define HSUMOUT(ACC, ACCM, OFF) \
+	VMOVAPS ACC, Y0          \
+	HSUM8(Y0, X0, X1)        \
+	VSUBSS  ACCM, X0, X0     \
+	MOVSS   X0, OFF(DI)
+
 // Q40BLK2(W, ACC): the two Q4_0 blocks at W (18-byte stride) against the
 // activation pair in Z20: the unsigned nibbles u go through VPDPBUSD with x,
 // onto Z21 = −Σ8x per lane, giving Σ(u−8)·x exactly; the block scales in
@@ -510,5 +568,98 @@ fcol:
 	JNZ  frow
 
 fdone:
+	VZEROUPPER
+	RET
+
+// func q4kRows4Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, outStride int)
+// Four tokens: token t's activations at xq + t×256×nsb, xd + t×4×nsb,
+// bs + t×32×nsb (bytes; the activation layout), its result for row i at
+// out + t×outStride + 4i.
+TEXT ·q4kRows4Z(SB), NOSPLIT, $64-72
+	MOVQ         out+0(FP), DI
+	MOVQ         w+8(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         nsb+56(FP), R12
+	MOVQ         R12, R13
+	MOVQ         R12, R14
+	SHLQ         $8, R12 // xq stride
+	SHLQ         $2, R13 // xd stride
+	SHLQ         $5, R14 // bs stride
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	LEAQ         ·kQ4KScl(SB), AX
+	VMOVDQU      0(AX), X12
+	VMOVDQU32    16(AX), X23
+	VMOVDQU32    32(AX), X30
+	VMOVDQU32    48(AX), X31
+
+row4:
+	MOVQ   R10, SI
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VPXORD X26, X26, X26
+	VPXORD X27, X27, X27
+	VPXORD X28, X28, X28
+	VPXORD X29, X29, X29
+
+sb4:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	VMOVDQU    4(SI), X0
+	VPSHUFD    $0x98, X0, X1
+	VPSHUFD    $0x50, X0, X2
+	VPSRLVD    X12, X1, X1
+	VPSRLVD    X23, X2, X2
+	VPANDD     X30, X1, X1
+	VPANDD     X31, X2, X2
+	VPOR       X2, X1, X0
+	VPMOVZXBW  X0, Y1
+	VPUNPCKLWD Y1, Y1, Y2
+	VPUNPCKHWD Y1, Y1, Y3
+	VMOVDQU    Y2, 0(SP)
+	VMOVDQU    Y3, 32(SP)
+	VPERM2I128 $0x31, Y3, Y2, Y13
+	VCVTPH2PS  (SI), X14 // d, dmin
+	Q4KNIB(16, Y0, Y1)
+	Q4KNIB(48, Y2, Y3)
+	Q4KNIB(80, Y4, Y5)
+	Q4KNIB(112, Y6, Y7)
+
+	Q4KT((R8), (DX), (R9), Y16, X26)
+	Q4KT((R8)(R12*1), (DX)(R13*1), (R9)(R14*1), Y17, X27)
+	Q4KT((R8)(R12*2), (DX)(R13*2), (R9)(R14*2), Y18, X28)
+	LEAQ (R8)(R12*2), AX
+	LEAQ (DX)(R13*2), BX
+	LEAQ (R9)(R14*2), R15
+	Q4KT((AX)(R12*1), (BX)(R13*1), (R15)(R14*1), Y19, X29)
+	ADDQ $144, SI
+	ADDQ $256, R8
+	ADDQ $4, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  sb4
+
+	MOVQ    outStride+64(FP), AX
+	HSUMOUT(Y16, X26, 0)
+	ADDQ    AX, DI
+	HSUMOUT(Y17, X27, 0)
+	ADDQ    AX, DI
+	HSUMOUT(Y18, X28, 0)
+	ADDQ    AX, DI
+	HSUMOUT(Y19, X29, 0)
+	IMUL3Q  $3, AX, AX
+	SUBQ    AX, DI
+	ADDQ    $4, DI
+	ADDQ    rowBytes+16(FP), R10
+	DECQ    R11
+	JNZ     row4
 	VZEROUPPER
 	RET

@@ -132,7 +132,7 @@ func TestSetKernels(t *testing.T) {
 }
 
 // BenchmarkDecodeRows streams Llama-3.2-1B-shaped weights (2048×8192 and
-// 8192×2048 matrices, cycled over ≥ 256 MB so nothing stays in the last-
+// 8192×2048 matrices, cycled over ≥ 512 MB so nothing stays in the last-
 // level cache) through MatMul at 1, 4 and 16 tokens on one thread, for
 // each supported kernel set, reporting weight bandwidth: MB/s (wall clock)
 // and GB/cpu-s (per CPU-second of the process, steadier on a shared
@@ -144,7 +144,7 @@ func BenchmarkDecodeRows(b *testing.B) {
 	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K, gguf.Q8_0, gguf.Q4_0, gguf.F16} {
 		var ms []*Matrix
 		var total int
-		for i := 0; total < 256<<20; i++ {
+		for i := 0; total < 512<<20; i++ {
 			rows, cols := 8192, 2048
 			if i%2 == 1 {
 				rows, cols = 2048, 8192
