@@ -68,10 +68,13 @@ type kernelsResult struct {
 	// fractions of them.
 	Kernels string `json:"kernels"`
 	*yardsticks
-	DecodeReadFraction float64      `json:"decode_fraction_of_read_probe,omitempty"`
-	PrefillGFlops      float64      `json:"prefill_matmul_gflop_per_s"`
-	PrefillFMAFraction float64      `json:"prefill_fraction_of_fma_probe,omitempty"`
-	Compare            []comparison `json:"compare,omitempty"`
+	DecodeReadFraction float64 `json:"decode_fraction_of_read_probe,omitempty"`
+	// The same per CPU-second (all threads) of decode and of the probe.
+	DecodeGBPerCPUs       float64      `json:"decode_weight_gb_per_cpu_s"`
+	DecodeReadCPUFraction float64      `json:"decode_fraction_of_read_probe_per_cpu_s,omitempty"`
+	PrefillGFlops         float64      `json:"prefill_matmul_gflop_per_s"`
+	PrefillFMAFraction    float64      `json:"prefill_fraction_of_fma_probe,omitempty"`
+	Compare               []comparison `json:"compare,omitempty"`
 }
 
 // processCPU is the user and system CPU time this process has used.
@@ -190,6 +193,9 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	res.DecodeGBPerS = float64(m.WeightBytes()) * float64(*genLen**reps) / decode.Seconds() / 1e9
 	res.PrefillCPUPerToken = prefillCPU.Seconds() / float64(*promptLen**reps)
 	res.DecodeCPUPerToken = decodeCPU.Seconds() / float64(*genLen**reps**decodeSeqs)
+	if decodeCPU > 0 {
+		res.DecodeGBPerCPUs = float64(m.WeightBytes()) * float64(*genLen**reps) / decodeCPU.Seconds() / 1e9
+	}
 	res.Kernels = kernels.Implementation()
 	res.PrefillGFlops = matmulFlopsPerToken(&m.Config) * res.PrefillTokensPerS / 1e9
 	if !*noProbe {
@@ -197,6 +203,9 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		res.yardsticks = &y
 		if y.ReadGBPerS > 0 {
 			res.DecodeReadFraction = res.DecodeGBPerS / y.ReadGBPerS
+		}
+		if y.ReadGBPerCPUs > 0 {
+			res.DecodeReadCPUFraction = res.DecodeGBPerCPUs / y.ReadGBPerCPUs
 		}
 		if y.FMAGFlops > 0 {
 			res.PrefillFMAFraction = res.PrefillGFlops / y.FMAGFlops
@@ -221,6 +230,8 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "prefill      %.1f GFLOP/s in matrix products\n", res.PrefillGFlops)
 	if y := res.yardsticks; y != nil {
 		fmt.Fprintf(stdout, "probe read   %.2f GB/s: decode streams weights at %.2f of it\n", y.ReadGBPerS, res.DecodeReadFraction)
+		fmt.Fprintf(stdout, "per cpu-s    probe %.2f GB, decode %.2f GB: %.2f of it (steadier on a shared machine)\n",
+			y.ReadGBPerCPUs, res.DecodeGBPerCPUs, res.DecodeReadCPUFraction)
 		fmt.Fprintf(stdout, "probe fma    %.1f GFLOP/s: prefill runs at %.2f of it\n", y.FMAGFlops, res.PrefillFMAFraction)
 	}
 	for _, c := range res.Compare {

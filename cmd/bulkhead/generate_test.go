@@ -125,7 +125,8 @@ func TestMkmodelWritesALoadableModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	num := func(k string) float64 { f, _ := res[k].(float64); return f }
-	if !(num("prefill_tokens_per_s") > 0 && num("decode_tokens_per_s") > 0 && num("probe_read_gb_per_s") > 0 && num("probe_fma_gflop_per_s") > 0) {
+	if !(num("prefill_tokens_per_s") > 0 && num("decode_tokens_per_s") > 0 && num("probe_read_gb_per_s") > 0 && num("probe_fma_gflop_per_s") > 0 &&
+		num("probe_read_gb_per_cpu_s") > 0 && num("decode_fraction_of_read_probe_per_cpu_s") > 0) {
 		t.Errorf("bench result %v", res)
 	}
 	if k, _ := res["kernels"].(string); k == "" {
