@@ -26,7 +26,11 @@ benchmarks:
             and FMA probes as yardsticks
   serve     load generator against any OpenAI-compatible server (TTFT, ITL, e2e)
 
-run "bulkhead bench kernels -h" or "bulkhead bench serve -h" for their flags`
+run "bulkhead bench kernels -h" or "bulkhead bench serve -h" for their flags
+
+environment:
+  BULKHEAD_KERNELS=avx512|avx2|ref  force a CPU kernel set instead of the best
+            this CPU supports (bench kernels prints which ran); any command`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -51,6 +55,7 @@ type kernelsResult struct {
 	DecodeGBPerS      float64 `json:"decode_weight_gb_per_s"`
 	PromptLen         int     `json:"prompt_len"`
 	GenLen            int     `json:"gen_len"`
+	DecodeSeqs        int     `json:"decode_seqs"`
 	Threads           int     `json:"threads"`
 	Reps              int     `json:"reps"`
 	// CPU seconds (all threads) per token: on a busy machine wall-clock
@@ -63,10 +68,13 @@ type kernelsResult struct {
 	// fractions of them.
 	Kernels string `json:"kernels"`
 	*yardsticks
-	DecodeReadFraction float64      `json:"decode_fraction_of_read_probe,omitempty"`
-	PrefillGFlops      float64      `json:"prefill_matmul_gflop_per_s"`
-	PrefillFMAFraction float64      `json:"prefill_fraction_of_fma_probe,omitempty"`
-	Compare            []comparison `json:"compare,omitempty"`
+	DecodeReadFraction float64 `json:"decode_fraction_of_read_probe,omitempty"`
+	// The same per CPU-second (all threads) of decode and of the probe.
+	DecodeGBPerCPUs       float64      `json:"decode_weight_gb_per_cpu_s"`
+	DecodeReadCPUFraction float64      `json:"decode_fraction_of_read_probe_per_cpu_s,omitempty"`
+	PrefillGFlops         float64      `json:"prefill_matmul_gflop_per_s"`
+	PrefillFMAFraction    float64      `json:"prefill_fraction_of_fma_probe,omitempty"`
+	Compare               []comparison `json:"compare,omitempty"`
 }
 
 // processCPU is the user and system CPU time this process has used.
@@ -88,6 +96,7 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", runtime.NumCPU(), "worker threads")
 	promptLen := fs.Int("prompt-len", 512, "prompt tokens prefilled in one forward")
 	genLen := fs.Int("gen-len", 128, "decode steps of one token")
+	decodeSeqs := fs.Int("decode-seqs", 1, "sequences per decode step, one token each (weights are read once per step)")
 	reps := fs.Int("reps", 1, "repetitions; the mean time is reported")
 	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -101,8 +110,9 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	if *modelPath == "" {
 		return invalidUsage(errors.New("--model FILE is required"))
 	}
-	if *promptLen < 1 || *genLen < 1 || *reps < 1 {
-		return invalidUsage(fmt.Errorf("--prompt-len %d, --gen-len %d and --reps %d must be ≥ 1", *promptLen, *genLen, *reps))
+	if *promptLen < 1 || *genLen < 1 || *reps < 1 || *decodeSeqs < 1 {
+		return invalidUsage(fmt.Errorf("--prompt-len %d, --gen-len %d, --reps %d and --decode-seqs %d must be ≥ 1",
+			*promptLen, *genLen, *reps, *decodeSeqs))
 	}
 	kvT, err := parseKVType(*kvType)
 	if err != nil {
@@ -116,7 +126,9 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	m := lm.Model
 	total := max(*promptLen, *genLen)
 	const pageSize = 16
-	kv, err := model.NewSimpleKV(&m.Config, (total+pageSize-1)/pageSize, pageSize, kvT)
+	// Each decode sequence has its own pages; the first also takes the prompt.
+	seqPages := (total + pageSize - 1) / pageSize
+	kv, err := model.NewSimpleKV(&m.Config, seqPages**decodeSeqs, pageSize, kvT)
 	if err != nil {
 		return err
 	}
@@ -156,8 +168,13 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		prefillCPU += processCPU() - cpu
 		rep.Add(int64(*promptLen))
 		start, cpu = time.Now(), processCPU()
+		seqs := make([]model.Seq, *decodeSeqs)
 		for i := 0; i < *genLen; i++ {
-			if _, err := m.Forward(kv, []model.Seq{{Tokens: tokens[i : i+1], Pos: i, Pages: pages}}); err != nil {
+			for s := range seqs {
+				j := (i + s) % total
+				seqs[s] = model.Seq{Tokens: tokens[j : j+1], Pos: i, Pages: pages[s*seqPages : (s+1)*seqPages]}
+			}
+			if _, err := m.Forward(kv, seqs); err != nil {
 				return err
 			}
 			rep.Add(1)
@@ -169,12 +186,16 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	rep.Done()
 	res := kernelsResult{
 		PrefillTokensPerS: float64(*promptLen**reps) / prefill.Seconds(),
-		DecodeTokensPerS:  float64(*genLen**reps) / decode.Seconds(),
-		PromptLen:         *promptLen, GenLen: *genLen, Threads: m.Threads(), Reps: *reps,
+		DecodeTokensPerS:  float64(*genLen**reps**decodeSeqs) / decode.Seconds(),
+		PromptLen:         *promptLen, GenLen: *genLen, DecodeSeqs: *decodeSeqs, Threads: m.Threads(), Reps: *reps,
 	}
-	res.DecodeGBPerS = float64(m.WeightBytes()) * res.DecodeTokensPerS / 1e9
+	// The weights are read once per decode step, whatever its sequences.
+	res.DecodeGBPerS = float64(m.WeightBytes()) * float64(*genLen**reps) / decode.Seconds() / 1e9
 	res.PrefillCPUPerToken = prefillCPU.Seconds() / float64(*promptLen**reps)
-	res.DecodeCPUPerToken = decodeCPU.Seconds() / float64(*genLen**reps)
+	res.DecodeCPUPerToken = decodeCPU.Seconds() / float64(*genLen**reps**decodeSeqs)
+	if decodeCPU > 0 {
+		res.DecodeGBPerCPUs = float64(m.WeightBytes()) * float64(*genLen**reps) / decodeCPU.Seconds() / 1e9
+	}
 	res.Kernels = kernels.Implementation()
 	res.PrefillGFlops = matmulFlopsPerToken(&m.Config) * res.PrefillTokensPerS / 1e9
 	if !*noProbe {
@@ -182,6 +203,9 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		res.yardsticks = &y
 		if y.ReadGBPerS > 0 {
 			res.DecodeReadFraction = res.DecodeGBPerS / y.ReadGBPerS
+		}
+		if y.ReadGBPerCPUs > 0 {
+			res.DecodeReadCPUFraction = res.DecodeGBPerCPUs / y.ReadGBPerCPUs
 		}
 		if y.FMAGFlops > 0 {
 			res.PrefillFMAFraction = res.PrefillGFlops / y.FMAGFlops
@@ -198,14 +222,16 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "model        %s (%s, %d layers, n_embd %d)\n", *modelPath, m.Config.Arch, m.Config.Layers, m.Config.Embd)
 	fmt.Fprintf(stdout, "threads      %d\n", m.Threads())
 	fmt.Fprintf(stdout, "pp%-4d       %.1f tokens/s\n", *promptLen, res.PrefillTokensPerS)
-	fmt.Fprintf(stdout, "tg%-4d       %.1f tokens/s\n", *genLen, res.DecodeTokensPerS)
-	fmt.Fprintf(stdout, "decode reads %.1f MB of weights per token: %.2f GB/s\n", float64(m.WeightBytes())/1e6, res.DecodeGBPerS)
+	fmt.Fprintf(stdout, "tg%-4d       %.1f tokens/s (%d sequence(s) per step)\n", *genLen, res.DecodeTokensPerS, *decodeSeqs)
+	fmt.Fprintf(stdout, "decode reads %.1f MB of weights per step: %.2f GB/s\n", float64(m.WeightBytes())/1e6, res.DecodeGBPerS)
 	fmt.Fprintf(stdout, "cpu time     prefill %.2f ms/token, decode %.2f ms/token (all threads)\n",
 		1e3*res.PrefillCPUPerToken, 1e3*res.DecodeCPUPerToken)
 	fmt.Fprintf(stdout, "kernels      %s (%s)\n", res.Kernels, kernels.Variants())
 	fmt.Fprintf(stdout, "prefill      %.1f GFLOP/s in matrix products\n", res.PrefillGFlops)
 	if y := res.yardsticks; y != nil {
 		fmt.Fprintf(stdout, "probe read   %.2f GB/s: decode streams weights at %.2f of it\n", y.ReadGBPerS, res.DecodeReadFraction)
+		fmt.Fprintf(stdout, "per cpu-s    probe %.2f GB, decode %.2f GB: %.2f of it (steadier on a shared machine)\n",
+			y.ReadGBPerCPUs, res.DecodeGBPerCPUs, res.DecodeReadCPUFraction)
 		fmt.Fprintf(stdout, "probe fma    %.1f GFLOP/s: prefill runs at %.2f of it\n", y.FMAGFlops, res.PrefillFMAFraction)
 	}
 	for _, c := range res.Compare {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,11 +125,29 @@ func TestMkmodelWritesALoadableModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	num := func(k string) float64 { f, _ := res[k].(float64); return f }
-	if !(num("prefill_tokens_per_s") > 0 && num("decode_tokens_per_s") > 0 && num("probe_read_gb_per_s") > 0 && num("probe_fma_gflop_per_s") > 0) {
+	if !(num("prefill_tokens_per_s") > 0 && num("decode_tokens_per_s") > 0 && num("probe_read_gb_per_s") > 0 && num("probe_fma_gflop_per_s") > 0 &&
+		num("probe_read_gb_per_cpu_s") > 0 && num("decode_fraction_of_read_probe_per_cpu_s") > 0) {
 		t.Errorf("bench result %v", res)
 	}
 	if k, _ := res["kernels"].(string); k == "" {
 		t.Errorf("bench result names no kernels: %v", res)
+	}
+	// --decode-seqs 3: three tokens per step, the weights counted once per
+	// step, so tokens per GB of weights read is three times the 1-sequence
+	// figure (weight bytes per token = GB/s ÷ tokens/s).
+	stdout.Reset()
+	if code := run([]string{"bench", "kernels", "--model", out, "--prompt-len", "4", "--gen-len", "4", "--decode-seqs", "3", "--no-probe", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench --decode-seqs 3 exit %d: %s", code, stderr.String())
+	}
+	var res3 map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res3); err != nil {
+		t.Fatal(err)
+	}
+	num3 := func(k string) float64 { f, _ := res3[k].(float64); return f }
+	per1 := num("decode_tokens_per_s") / num("decode_weight_gb_per_s")
+	per3 := num3("decode_tokens_per_s") / num3("decode_weight_gb_per_s")
+	if num3("decode_seqs") != 3 || math.Abs(per3/per1-3) > 1e-9 {
+		t.Errorf("--decode-seqs 3: decode_seqs %v, tokens per weight GB %g vs %g for one sequence", res3["decode_seqs"], per3, per1)
 	}
 }
 
@@ -145,6 +164,7 @@ func TestModelCommandsRejectBadUsage(t *testing.T) {
 		{"mkmodel_unknown_shape", []string{"mkmodel", "--shape", "gpt-5", "--vocab", "v", "--out", "o"}, `--shape "gpt-5"`},
 		{"mkmodel_unknown_type", []string{"mkmodel", "--type", "iq2_xxs", "--vocab", "v", "--out", "o"}, `--type "iq2_xxs"`},
 		{"bench_unknown", []string{"bench", "gpu"}, `unknown benchmark "gpu"`},
+		{"bench_kernels_zero_seqs", []string{"bench", "kernels", "--model", "x.gguf", "--decode-seqs", "0"}, "--decode-seqs 0"},
 		{"bench_serve_without_url", []string{"bench", "serve"}, "--url is required"},
 		{"bench_serve_bad_concurrency", []string{"bench", "serve", "--url", "http://127.0.0.1:1", "--concurrency", "0"}, "Concurrency 0"},
 	}

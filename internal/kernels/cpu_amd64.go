@@ -4,13 +4,17 @@ package kernels
 
 import "golang.org/x/sys/cpu"
 
-// The assembly needs AVX2 (integer and float vectors), FMA and F16C
-// (VCVTPH2PS/VCVTPS2PH). Decided once; every call then goes straight to the
-// chosen functions.
-func init() {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C {
-		impl = avx2Kernels
+// cpuKernels lists the assembly kernel sets this CPU can run, best last.
+// AVX2 needs AVX2 (integer and float vectors), FMA and F16C
+// (VCVTPH2PS/VCVTPS2PH); AVX-512 needs that and has512.
+func cpuKernels() []kernelSet {
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
+		return nil
 	}
+	if has512() {
+		return []kernelSet{avx2Kernels, avx512Kernels}
+	}
+	return []kernelSet{avx2Kernels}
 }
 
 var avx2Kernels = kernelSet{

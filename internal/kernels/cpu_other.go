@@ -5,3 +5,6 @@ package kernels
 func quantizeBlocks(x []float32, qs []int8, d []float32) {
 	quantizeBlocksRef(x, qs, d)
 }
+
+// cpuKernels lists the assembly kernel sets: none in this build.
+func cpuKernels() []kernelSet { return nil }

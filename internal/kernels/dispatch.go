@@ -35,5 +35,5 @@ var refKernels = kernelSet{
 // impl is the kernel set in use; set once by init (see cpu_*.go).
 var impl = refKernels
 
-// Implementation names the kernel set chosen for this CPU ("avx2" or "go").
+// Implementation names the kernel set in use ("avx512", "avx2" or "go").
 func Implementation() string { return impl.name }

@@ -310,7 +310,7 @@ rowloop:
 	VXORPS Y8, Y8, Y8
 
 blkloop:
-	PREFETCHT0 768(SI)
+	PREFETCHT0 4096(SI)
 	LOADQ8
 	TOKEN((R8), (DX), Y8, Y0, Y1)
 	ADDQ $34, SI

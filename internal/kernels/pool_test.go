@@ -18,17 +18,19 @@ func TestMatMulAllocatesNothing(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.F32} {
-		m := randMatrix(t, r, typ, 256, 512)
-		for _, batch := range []int{1, 4} {
-			x := randVec(r, batch*512, 1)
-			out := make([]float32, batch*256)
-			p.MatMul(out, m, x, batch) // warm the recycled buffers
-			if n := testing.AllocsPerRun(50, func() { p.MatMul(out, m, x, batch) }); n > 0.1 {
-				t.Errorf("%s batch %d: %.2f allocations per MatMul, want 0", typ, batch, n)
+	forEachKernelSet(t, func(set string) {
+		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.F32} {
+			m := randMatrix(t, r, typ, 256, 512)
+			for _, batch := range []int{1, 4, 5} {
+				x := randVec(r, batch*512, 1)
+				out := make([]float32, batch*256)
+				p.MatMul(out, m, x, batch) // warm the recycled buffers
+				if n := testing.AllocsPerRun(50, func() { p.MatMul(out, m, x, batch) }); n > 0.1 {
+					t.Errorf("%s: %s batch %d: %.2f allocations per MatMul, want 0", set, typ, batch, n)
+				}
 			}
 		}
-	}
+	})
 	var sum atomic.Int64
 	fn := func(i int) { sum.Add(int64(i)) }
 	if n := testing.AllocsPerRun(50, func() { p.Parallel(64, fn) }); n > 0 {

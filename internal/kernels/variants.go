@@ -3,8 +3,12 @@ package kernels
 // Variants names the row kernels MatMul uses per weight type on this CPU,
 // for benchmark reports ("which kernel ran").
 func Variants() string {
-	if impl.name == refKernels.name {
+	switch impl.name {
+	case refKernels.name:
 		return "pure-Go reference kernels"
+	case "avx512":
+		return "AVX-512 VNNI decode rows (1-token q8RowsZ/q40RowsZ, q4kRowsZ/q6kRowsZ ≤16 tokens, f16RowsZ 8 rows); " +
+			"AVX2 for token tiles, the other types and Q4_K/Q6_K above 16 tokens"
 	}
 	return gemmVariant() + "Q4_K/Q6_K: q4kRows/q6kRows ≤16 tokens, unpacked kDotU above; " +
 		"Q8_0/Q4_0: q8 asm tiles; Q4_1/Q5_0/Q5_1/IQ4_NL: fused row kernels per token; " +

@@ -1,0 +1,193 @@
+//go:build amd64 && !noasm
+
+package kernels
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+)
+
+// The AVX-512 kernel set: the AVX2 set with the decode row kernels of the
+// common weight types replaced by AVX-512 (BW, VL, VNNI) ones
+// (rows_avx512_amd64.s). Token tiles of four and eight (prefill, batched
+// decode) stay on the AVX2 tiles; every kernel does the same float
+// operations per (row, token), so mixing them keeps I8.
+
+//go:noescape
+func q8RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
+
+//go:noescape
+func q40RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
+
+//go:noescape
+func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+
+//go:noescape
+func q4kRows4Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, outStride int)
+
+//go:noescape
+func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+
+//go:noescape
+func f16RowsZ(w *byte, wstride int, x *float32, n, rows int, out *float32)
+
+// has512 reports whether the CPU (and OS, which must save the 512-bit
+// state) supports the instructions of rows_avx512_amd64.s.
+func has512() bool {
+	x := cpu.X86
+	return x.HasAVX2 && x.HasFMA && x.HasF16C &&
+		x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI
+}
+
+var avx512Kernels = func() kernelSet {
+	k := avx2Kernels
+	k.name = "avx512"
+	k.rows = rowsFast512
+	return k
+}()
+
+// rowsFast512 is rowsFast with the AVX-512 row kernels where there are.
+func rowsFast512(t gguf.Type, cols int) rowKernel {
+	if cols == 0 {
+		return rowsRef
+	}
+	switch t {
+	case gguf.Q8_0, gguf.Q4_0:
+		return rowsQ8Z
+	case gguf.Q4_K:
+		return rowsKZ
+	case gguf.F16:
+		return rowsF16Z
+	}
+	// Q6_K stays on AVX2's q6kRows: q6kRowsZ keeps the offset in its own
+	// float term, not folded into the integer lanes as dotKRef now does
+	// (ggml's order, issue 15), so it is not bit-equal and is not chosen.
+	return rowsFast(t, cols)
+}
+
+// kPermZ holds the constant vectors of q6kRowsZ: at 64×q (q < 4) the
+// VPERMW indices spreading Q6_K's scales 4q..4q+3 over 8 words each; at
+// 256 and 320 the per-qword shifts (4,2) and (0,2) of its high bits.
+var kPermZ = func() (c [384]byte) {
+	for q := 0; q < 4; q++ {
+		for w := 0; w < 32; w++ {
+			c[64*q+2*w] = byte(4*q + w/8)
+		}
+	}
+	for q := 0; q < 8; q++ {
+		sl, sr := byte(4), byte(0)
+		if q >= 4 {
+			sl, sr = 2, 2
+		}
+		c[256+8*q], c[320+8*q] = sl, sr
+	}
+	return c
+}()
+
+// kQ4KScl are q4kRowsZ's scale-decoding constants (dwords): the right
+// shifts of [a, c, m, c] and of [a, a, m, m], then their masks.
+var kQ4KScl = [16]uint32{
+	0, 0, 0, 4,
+	0, 2, 0, 2,
+	0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f,
+	0, 0x30303030, 0, 0x30303030,
+}
+
+// rowsQ8Z computes Q8_0/Q4_0 rows [r0,r1): the tokens that fill tiles of
+// four or eight through rowsQ8's tiles, the others one token at a time
+// against all rows with q8RowsZ/q40RowsZ.
+func rowsQ8Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	full := a.batch &^ (tile - 1)
+	if full > 0 {
+		sub := *a
+		sub.batch = full
+		rowsQ8(out, m, &sub, r0, r1)
+	}
+	if r1 <= r0 {
+		return
+	}
+	nb := a.cols / 32
+	rb := m.rowBytes()
+	for b := full; b < a.batch; b++ {
+		xq, xd, o := &a.qs[b*a.cols], &a.d[b*nb], &out[b*m.Rows+r0]
+		if m.Type == gguf.Q8_0 {
+			q8RowsZ(&m.Data[r0*rb], rb, r1-r0, xq, xd, nb, o)
+		} else {
+			q40RowsZ(&m.Data[r0*rb], rb, r1-r0, xq, xd, nb, o)
+		}
+	}
+}
+
+// rowsKZ is rowsK with the AVX-512 kernels for batches up to
+// kFusedMaxBatch, over the chunk's rows (which stay in cache): Q4_K four
+// tokens at a time through q4kRows4Z, then one at a time; Q6_K one at a
+// time. Larger batches take rowsK's unpacked path.
+func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	if a.batch > kFusedMaxBatch || r1 <= r0 {
+		rowsK(out, m, a, r0, r1)
+		return
+	}
+	nsb := a.cols / 256
+	rb := m.rowBytes()
+	w := &m.Data[r0*rb]
+	t := 0
+	if m.Type == gguf.Q4_K {
+		for ; t+4 <= a.batch; t += 4 {
+			q4kRows4Z(&out[t*m.Rows+r0], w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb, 4*m.Rows)
+		}
+	}
+	for ; t < a.batch; t++ {
+		o := &out[t*m.Rows+r0]
+		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
+		if m.Type == gguf.Q4_K {
+			q4kRowsZ(o, w, rb, r1-r0, xq, xd, bs, nsb)
+		} else {
+			q6kRowsZ(o, w, rb, r1-r0, xq, xd, bs, nsb)
+		}
+	}
+}
+
+// rowsF16Z computes F16 rows [r0,r1): tokens filling tiles of four through
+// rowsFloat's tiles, the others one at a time, eight rows per f16RowsZ
+// call, the leftover rows through the AVX2 4×1 and 1×1 kernels, then the
+// columns past a multiple of eight as dotFloatRef adds them.
+func rowsF16Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	full := a.batch &^ (tile - 1)
+	if full > 0 {
+		sub := *a
+		sub.batch = full
+		rowsFloat(out, m, &sub, r0, r1)
+	}
+	n8 := a.cols &^ 7
+	rb := m.rowBytes()
+	var res [4]float32
+	for b := full; b < a.batch; b++ {
+		x := &a.x[b*a.cols]
+		o := out[b*m.Rows : (b+1)*m.Rows]
+		r := r0
+		if n8 > 0 {
+			if k := (r1 - r0) &^ 7; k > 0 {
+				f16RowsZ(&m.Data[r*rb], rb, x, n8, k, &o[r])
+				r += k
+			}
+			for ; r+4 <= r1; r += 4 {
+				f16Dot4x1(&m.Data[r*rb], rb, x, n8, &res[0])
+				copy(o[r:r+4], res[:])
+			}
+		}
+		for ; r < r1; r++ {
+			o[r] = f16Dot1(&m.Data[r*rb], x, n8)
+		}
+		if n8 != a.cols {
+			xs := a.x[b*a.cols : (b+1)*a.cols]
+			for r := r0; r < r1; r++ {
+				w, s := m.row(r), o[r]
+				for i := n8; i < a.cols; i++ {
+					s = fma32(weightAt(m.Type, w, i), xs[i], s)
+				}
+				o[r] = s
+			}
+		}
+	}
+}

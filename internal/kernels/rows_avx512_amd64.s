@@ -1,0 +1,676 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// AVX-512 decode row kernels: one token against n consecutive weight rows,
+// the loop over rows in assembly. Each computes, per (row, token), exactly
+// the float operations of dot_ref.go in the same order (the AVX2 kernels'
+// order); only the exact integer block sums use wider vectors and the VNNI
+// instructions (VPDPBUSD: u8×s8 groups of four into int32; VPDPWSSD:
+// int16 pairs × int16 into int32), so results are bit-equal to the
+// reference and to AVX2.
+//
+//   - q8RowsZ: 256-bit, two rows at a time (two FMA chains), VPDPBUSD for
+//     the block's integer lanes.
+//   - q40RowsZ: two rows at a time and two 32-value blocks per 512-bit
+//     integer step; the eight-lane float FMAs of the two blocks stay one
+//     after the other.
+//   - q4kRowsZ: 256-bit, scales decoded with vector shifts and applied by
+//     VPDPWSSD with an embedded broadcast (a load, not a shuffle).
+//   - q6kRowsZ: 64 values per 512-bit step, the sub-block scales spread to
+//     words by VPERMW and applied by VPDPWSSD; the two 256-bit halves are
+//     added (exact) into the eight int32 lanes A of dotKRef before its
+//     float steps.
+//
+// 256-bit code where it is as short: CPUs that run 512-bit work on two
+// fused 256-bit ports lose the third vector port while any is in flight.
+//   - f16RowsZ: eight rows, two per 512-bit register (row r in lanes 0..7,
+//     row r+1 in 8..15), so each row keeps its own eight lanes in order.
+
+// PFD is how far ahead (bytes) the row kernels prefetch their weights:
+// measured on the 1B-shape streams (BenchmarkDecodeRows, one thread),
+// Q4_K went 6.5 → 8.9 GB/cpu-s from 1 KiB to 4 KiB and no further at
+// 8–16 KiB. Prefetches never fault past the matrix's end.
+#define PFD 4096
+
+#define HSUM8(Y, X, TX) \
+	VEXTRACTF128 $1, Y, TX \
+	VADDPS       TX, X, X  \
+	VMOVHLPS     X, X, TX  \
+	VADDPS       TX, X, X  \
+	VMOVSHDUP    X, TX     \
+	VADDSS       TX, X, X
+
+// Q4_K, four tokens per pass (q4kRows4Z): a super-block's nibbles (Y0..Y7,
+// groups 0..7) and scales are decoded once and met by each token in turn.
+// Per token the operations are q4kRowsZ's, so a token's result does not
+// depend on the tile that computed it.
+
+// Q4KT(XQ, XD, BS, ACC, ACCM): one token against the decoded super-block:
+// XQ/XD/BS address its 256 activations, scale and 16 sums; ACC (Y) and
+// ACCM (X) are its float accumulators.
+#define Q4KT(XQ, XD, BS, ACC, ACCM) \
+	VPXOR         Y9, Y9, Y9             \
+	VPXOR         Y10, Y10, Y10          \
+	VPMADDUBSW    0 XQ, Y0, Y8           \
+	VPDPWSSD.BCST 0(SP), Y8, Y9          \
+	VPMADDUBSW    32 XQ, Y1, Y11         \
+	VPDPWSSD.BCST 4(SP), Y11, Y10        \
+	VPMADDUBSW    64 XQ, Y2, Y8          \
+	VPDPWSSD.BCST 8(SP), Y8, Y9          \
+	VPMADDUBSW    96 XQ, Y3, Y11         \
+	VPDPWSSD.BCST 12(SP), Y11, Y10       \
+	VPMADDUBSW    128 XQ, Y4, Y8         \
+	VPDPWSSD.BCST 32(SP), Y8, Y9         \
+	VPMADDUBSW    160 XQ, Y5, Y11        \
+	VPDPWSSD.BCST 36(SP), Y11, Y10       \
+	VPMADDUBSW    192 XQ, Y6, Y8         \
+	VPDPWSSD.BCST 40(SP), Y8, Y9         \
+	VPMADDUBSW    224 XQ, Y7, Y11        \
+	VPDPWSSD.BCST 44(SP), Y11, Y10       \
+	VPADDD        Y10, Y9, Y9            \
+	VCVTDQ2PS     Y9, Y9                 \
+	VBROADCASTSS  XD, X20                \
+	VMULPS        X20, X14, X21          \
+	VBROADCASTSS  X21, Y22               \
+	VFMADD231PS   Y22, Y9, ACC           \
+	VPMADDWD      BS, Y13, Y24           \
+	VEXTRACTI32X4 $1, Y24, X25           \
+	VPADDD        X25, X24, X24          \
+	VPSHUFD       $0x4e, X24, X25        \
+	VPADDD        X25, X24, X24          \
+	VPSHUFD       $0xb1, X24, X25        \
+	VPADDD        X25, X24, X24          \
+	VCVTDQ2PS     X24, X24               \
+	VMOVSHDUP     X21, X25               \
+	VFMADD231SS   X25, X24, ACCM
+
+// Q4KNIB(OFF, LO, HI): the low and high nibbles of 32 bytes at OFF(SI).
+#define Q4KNIB(OFF, LO, HI) \
+	VMOVDQU OFF(SI), LO  \
+	VPSRLW  $4, LO, HI   \
+	VPAND   Y15, LO, LO  \
+	VPAND   Y15, HI, HI
+
+// HSUMOUT(ACC, ACCM, OFF): token result hsum(ACC) − ACCM to OFF(DI).
+#define HSUMOUT(ACC, ACCM, OFF) \
+	VMOVAPS ACC, Y0          \
+	HSUM8(Y0, X0, X1)        \
+	VSUBSS  ACCM, X0, X0     \
+	MOVSS   X0, OFF(DI)
+
+// Q40BLK2(W, ACC): the two Q4_0 blocks at W (18-byte stride) against the
+// activation pair in Z20: the unsigned nibbles u go through VPDPBUSD with x,
+// onto Z21 = −Σ8x per lane, giving Σ(u−8)·x exactly; the block scales in
+// Y22, Y23 (d_x) are multiplied by the row's d_w and ACC (Y) takes both
+// eight-lane FMAs in order. Z29 = 0x0f bytes.
+#define Q40BLK2(W, ACC) \
+	VMOVDQU      2(W), X0             \
+	VINSERTI128  $1, 20(W), Y0, Y0    \
+	VPSRLW       $4, Y0, Y1           \
+	VINSERTI64X4 $1, Y1, Z0, Z0       \
+	VSHUFI64X2   $0xd8, Z0, Z0, Z0    \
+	VPANDD       Z29, Z0, Z0          \
+	VMOVDQA64    Z21, Z4              \
+	VPDPBUSD     Z20, Z0, Z4          \
+	VCVTDQ2PS    Z4, Z4               \
+	VPBROADCASTW (W), X5              \
+	VCVTPH2PS    X5, Y5               \
+	VMULPS       Y22, Y5, Y5          \
+	VPBROADCASTW 18(W), X6            \
+	VCVTPH2PS    X6, Y6               \
+	VMULPS       Y23, Y6, Y6          \
+	VFMADD231PS  Y5, Y4, ACC          \
+	VEXTRACTF64X4 $1, Z4, Y4          \
+	VFMADD231PS  Y6, Y4, ACC
+
+#define Q40BLK1(W, ACC) \
+	VMOVDQU      2(W), X0             \
+	VPSRLW       $4, X0, X1           \
+	VINSERTI128  $1, X1, Y0, Y0       \
+	VPANDD       Y29, Y0, Y0          \
+	VMOVDQA64    Y21, Y4              \
+	VPDPBUSD     Y20, Y0, Y4          \
+	VCVTDQ2PS    Y4, Y4               \
+	VPBROADCASTW (W), X5              \
+	VCVTPH2PS    X5, Y5               \
+	VMULPS       Y22, Y5, Y5          \
+	VFMADD231PS  Y5, Y4, ACC
+
+// Per-step activation set-up of Q4_0: Z20 = x, Z21 = −Σ 8·x per four-value
+// lane (Z28 = 8 bytes, Z31 = 0).
+#define XQ40_2 \
+	VMOVDQU64    (R8), Z20            \
+	VPXORD       Z30, Z30, Z30        \
+	VPDPBUSD     Z20, Z28, Z30        \
+	VPSUBD       Z30, Z31, Z21        \
+	VBROADCASTSS (DX), Y22            \
+	VBROADCASTSS 4(DX), Y23
+
+#define XQ40_1 \
+	VMOVDQU64    (R8), Y20            \
+	VPXORD       Y30, Y30, Y30        \
+	VPDPBUSD     Y20, Y28, Y30        \
+	VPSUBD       Y30, Y31, Y21        \
+	VBROADCASTSS (DX), Y22
+
+// ROWS32(NAME, BB, XS2, XS1, BLK2, BLK1): the row loop of the 32-value
+// block kernels; BB is the block size in bytes.
+// func NAME(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
+#define ROWS32(NAME, BB, XS2, XS1, BLK2, BLK1) \
+TEXT NAME(SB), NOSPLIT, $0-56 \
+	MOVQ  w+0(FP), DI            \
+	MOVQ  rowBytes+8(FP), R9     \
+	MOVQ  rows+16(FP), BX        \
+	MOVQ  out+48(FP), R13        \
+	MOVL  $0x0f0f0f0f, AX        \
+	VPBROADCASTD AX, Z29         \
+	MOVL  $0x08080808, AX        \
+	VPBROADCASTD AX, Z28         \
+	VPXORD Z31, Z31, Z31         \
+pair:                            \
+	CMPQ  BX, $2                 \
+	JLT   single                 \
+	MOVQ  DI, SI                 \
+	LEAQ  (DI)(R9*1), R14        \
+	MOVQ  xq+24(FP), R8          \
+	MOVQ  xd+32(FP), DX          \
+	MOVQ  nb+40(FP), CX          \
+	VXORPS Y8, Y8, Y8            \
+	VXORPS Y9, Y9, Y9            \
+	SHRQ  $1, CX                 \
+	JZ    pairtail               \
+pairblk:                         \
+	PREFETCHT0 PFD(SI)           \
+	PREFETCHT0 PFD(R14)          \
+	XS2                          \
+	BLK2(SI, Y8)                 \
+	BLK2(R14, Y9)                \
+	ADDQ  $(2*BB), SI            \
+	ADDQ  $(2*BB), R14           \
+	ADDQ  $64, R8                \
+	ADDQ  $8, DX                 \
+	DECQ  CX                     \
+	JNZ   pairblk                \
+pairtail:                        \
+	TESTQ $1, nb+40(FP)          \
+	JZ    pairdone               \
+	XS1                          \
+	BLK1(SI, Y8)                 \
+	BLK1(R14, Y9)                \
+pairdone:                        \
+	HSUM8(Y8, X8, X0)            \
+	HSUM8(Y9, X9, X0)            \
+	MOVSS X8, (R13)              \
+	MOVSS X9, 4(R13)             \
+	ADDQ  $8, R13                \
+	LEAQ  (DI)(R9*2), DI         \
+	SUBQ  $2, BX                 \
+	JMP   pair                   \
+single:                          \
+	TESTQ BX, BX                 \
+	JZ    done                   \
+	MOVQ  DI, SI                 \
+	MOVQ  xq+24(FP), R8          \
+	MOVQ  xd+32(FP), DX          \
+	MOVQ  nb+40(FP), CX          \
+	VXORPS Y8, Y8, Y8            \
+	SHRQ  $1, CX                 \
+	JZ    singletail             \
+singleblk:                       \
+	XS2                          \
+	BLK2(SI, Y8)                 \
+	ADDQ  $(2*BB), SI            \
+	ADDQ  $64, R8                \
+	ADDQ  $8, DX                 \
+	DECQ  CX                     \
+	JNZ   singleblk              \
+singletail:                      \
+	TESTQ $1, nb+40(FP)          \
+	JZ    singledone             \
+	XS1                          \
+	BLK1(SI, Y8)                 \
+singledone:                      \
+	HSUM8(Y8, X8, X0)            \
+	MOVSS X8, (R13)              \
+done:                            \
+	VZEROUPPER                   \
+	RET
+
+// Q8ROW(W, ACC, T0, T1, T2): one Q8_0 block of the row at W against the
+// activation block in Y12 with scale d_x in Y14 — AVX2's TOKEN with
+// VPDPBUSD (|w| × x·sign(w), groups of four into int32) for its two
+// multiply-adds.
+#define Q8ROW(W, ACC, T0, T1, T2) \
+	VMOVDQU      2(W), T0          \
+	VPSIGNB      T0, Y12, T1       \
+	VPABSB       T0, T0            \
+	VPXOR        T2, T2, T2        \
+	VPDPBUSD     T1, T0, T2        \
+	VCVTDQ2PS    T2, T2            \
+	VPBROADCASTW (W), X0           \
+	VCVTPH2PS    X0, Y0            \
+	VMULPS       Y14, Y0, Y0       \
+	VFMADD231PS  Y0, T2, ACC
+
+// func q8RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
+// 256-bit only (see q4kRowsZ), two rows per pass so two FMA chains run.
+TEXT ·q8RowsZ(SB), NOSPLIT, $0-56
+	MOVQ  w+0(FP), DI
+	MOVQ  rowBytes+8(FP), R9
+	MOVQ  rows+16(FP), BX
+	MOVQ  out+48(FP), R13
+
+q8pair:
+	CMPQ  BX, $2
+	JLT   q8single
+	MOVQ  DI, SI
+	LEAQ  (DI)(R9*1), R14
+	MOVQ  xq+24(FP), R8
+	MOVQ  xd+32(FP), DX
+	MOVQ  nb+40(FP), CX
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+q8pblk:
+	PREFETCHT0 PFD(SI)
+	PREFETCHT0 PFD(R14)
+	VMOVDQU      (R8), Y12
+	VBROADCASTSS (DX), Y14
+	Q8ROW(SI, Y8, Y1, Y2, Y3)
+	Q8ROW(R14, Y9, Y4, Y5, Y6)
+	ADDQ  $34, SI
+	ADDQ  $34, R14
+	ADDQ  $32, R8
+	ADDQ  $4, DX
+	DECQ  CX
+	JNZ   q8pblk
+	HSUM8(Y8, X8, X0)
+	HSUM8(Y9, X9, X0)
+	MOVSS X8, (R13)
+	MOVSS X9, 4(R13)
+	ADDQ  $8, R13
+	LEAQ  (DI)(R9*2), DI
+	SUBQ  $2, BX
+	JMP   q8pair
+
+q8single:
+	TESTQ BX, BX
+	JZ    q8done
+	MOVQ  DI, SI
+	MOVQ  xq+24(FP), R8
+	MOVQ  xd+32(FP), DX
+	MOVQ  nb+40(FP), CX
+	VXORPS Y8, Y8, Y8
+
+q8sblk:
+	VMOVDQU      (R8), Y12
+	VBROADCASTSS (DX), Y14
+	Q8ROW(SI, Y8, Y1, Y2, Y3)
+	ADDQ  $34, SI
+	ADDQ  $32, R8
+	ADDQ  $4, DX
+	DECQ  CX
+	JNZ   q8sblk
+	HSUM8(Y8, X8, X0)
+	MOVSS X8, (R13)
+
+q8done:
+	VZEROUPPER
+	RET
+
+ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
+
+// MTERMR leaves M = Σ_k Y13[k]×bs[k] (exact int32) as float32 in X6.
+#define MTERMR \
+	VPMADDWD     (R9), Y13, Y6  \
+	VEXTRACTI128 $1, Y6, X7     \
+	VPADDD       X7, X6, X6     \
+	VPSHUFD      $0x4e, X6, X7  \
+	VPADDD       X7, X6, X6     \
+	VPSHUFD      $0xb1, X6, X7  \
+	VPADDD       X7, X6, X6     \
+	VCVTDQ2PS    X6, X6
+
+// Q4KY(OFF, XOFF, S0, S1): 32 bytes of nibbles at OFF(SI) (sub-block 2c
+// low, 2c+1 high) against 64 activations at XOFF(R8); the sub-blocks'
+// scales are the dword pairs (sc, sc) at S0(SP), S1(SP), broadcast by
+// VPDPWSSD itself (a load, no shuffle). Y8/Y11 collect the low/high
+// sub-blocks' lanes.
+#define Q4KY(OFF, XOFF, S0, S1) \
+	VMOVDQU          OFF(SI), Y0         \
+	VPSRLW           $4, Y0, Y1          \
+	VPAND            Y15, Y0, Y0         \
+	VPAND            Y15, Y1, Y1         \
+	VPMADDUBSW       XOFF(R8), Y0, Y0    \
+	VPMADDUBSW       XOFF+32(R8), Y1, Y1 \
+	VPDPWSSD.BCST    S0(SP), Y0, Y8      \
+	VPDPWSSD.BCST    S1(SP), Y1, Y11
+
+// func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+// 256-bit only: on CPUs that fuse two 256-bit ports for 512-bit work this
+// keeps all three vector ports. The 12 scale bytes are decoded with
+// vector shifts and masks (kQ4KScl), the eight (scale, min) pairs stored
+// as dword pairs at 0(SP) (scales 0..3, mins 0..3) and 32(SP) (4..7).
+TEXT ·q4kRowsZ(SB), NOSPLIT, $64-64
+	MOVQ         out+0(FP), DI
+	MOVQ         w+8(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	LEAQ         ·kQ4KScl(SB), AX
+
+row:
+	MOVQ   R10, SI
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VXORPS Y9, Y9, Y9
+	VXORPS X10, X10, X10
+
+sb:
+	PREFETCHT0 PFD(SI)
+	PREFETCHT0 (PFD+64)(SI)
+	PREFETCHT0 (PFD+128)(SI)
+	// Dwords a, m, c of the scale bytes → [sc03, sc47, mn03, mn47]:
+	// [a, c, m, c] >> (0,0,0,4) & (3f, 0f, 3f, 0f) | [a, a, m, m] >> 2 & (0, 30, 0, 30).
+	VMOVDQU    4(SI), X0
+	VPSHUFD    $0x98, X0, X1
+	VPSHUFD    $0x50, X0, X2
+	VPSRLVD    0(AX), X1, X1
+	VPSRLVD    16(AX), X2, X2
+	VPAND      32(AX), X1, X1
+	VPAND      48(AX), X2, X2
+	VPOR       X2, X1, X0
+	VPMOVZXBW  X0, Y1            // sc0..7 | mn0..7 as words
+	VPUNPCKLWD Y1, Y1, Y2        // (sc0..3) pairs | (mn0..3) pairs
+	VPUNPCKHWD Y1, Y1, Y3        // (sc4..7) pairs | (mn4..7) pairs
+	VMOVDQU    Y2, 0(SP)
+	VMOVDQU    Y3, 32(SP)
+	VPERM2I128 $0x31, Y3, Y2, Y13 // the 16 multipliers of bs: m0,m0,…,m7,m7
+
+	VPXOR Y8, Y8, Y8
+	VPXOR Y11, Y11, Y11
+	Q4KY(16, 0, 0, 4)
+	Q4KY(48, 64, 8, 12)
+	Q4KY(80, 128, 32, 36)
+	Q4KY(112, 192, 40, 44)
+	VPADDD       Y11, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS (DX), X4
+	VCVTPH2PS    (SI), X5        // d, dmin (and two scale bytes)
+	VMULPS       X4, X5, X5      // d×d_x, dmin×d_x
+	VBROADCASTSS X5, Y7
+	VFMADD231PS  Y7, Y8, Y9
+	MTERMR
+	VMOVSHDUP    X5, X7
+	VFMADD231SS  X7, X6, X10
+	ADDQ         $144, SI
+	ADDQ         $256, R8
+	ADDQ         $4, DX
+	ADDQ         $32, R9
+	DECQ         CX
+	JNZ          sb
+
+	HSUM8(Y9, X9, X0)
+	VSUBSS X10, X9, X9
+	MOVSS  X9, (DI)
+	ADDQ   $4, DI
+	ADDQ   rowBytes+16(FP), R10
+	DECQ   R11
+	JNZ    row
+	VZEROUPPER
+	RET
+
+// Q6KZ(LOFF, HOFF, XOFF, S0, S1): one 128-value half: L = 64 bytes at
+// LOFF, H = 32 bytes at HOFF. Values 0..63 are L&15 | high bits (H<<4,
+// H<<2 per 256-bit half)&0x30; values 64..127 are L>>4&15 | (H, H>>2)&0x30.
+// Z12/Z11 hold the per-qword shift counts, Z14 = 0x30, Z15 = 0x0f.
+#define Q6KZ(LOFF, HOFF, XOFF, S0, S1) \
+	VMOVDQU64       LOFF(SI), Z0        \
+	VBROADCASTI64X4 HOFF(SI), Z4        \
+	VPSLLVQ         Z12, Z4, Z5         \
+	VPANDD          Z14, Z5, Z5         \
+	VPANDD          Z15, Z0, Z1         \
+	VPORD           Z5, Z1, Z1          \
+	VPMADDUBSW      XOFF(R8), Z1, Z1    \
+	VPDPWSSD        S0, Z1, Z8          \
+	VPSRLVQ         Z11, Z4, Z5         \
+	VPANDD          Z14, Z5, Z5         \
+	VPSRLW          $4, Z0, Z1          \
+	VPANDD          Z15, Z1, Z1         \
+	VPORD           Z5, Z1, Z1          \
+	VPMADDUBSW      XOFF+64(R8), Z1, Z1 \
+	VPDPWSSD        S1, Z1, Z8
+
+// func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+TEXT ·q6kRowsZ(SB), NOSPLIT, $0-64
+	MOVQ         out+0(FP), DI
+	MOVQ         w+8(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+	MOVL         $0x30303030, AX
+	VPBROADCASTD AX, Z14
+	LEAQ         ·kPermZ(SB), AX
+	VMOVDQU64    0(AX), Z24
+	VMOVDQU64    64(AX), Z25
+	VMOVDQU64    128(AX), Z26
+	VMOVDQU64    192(AX), Z27
+	VMOVDQU64    256(AX), Z12
+	VMOVDQU64    320(AX), Z11
+
+row6:
+	MOVQ   R10, SI
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VXORPS Y9, Y9, Y9
+	VXORPS X10, X10, X10
+
+sb6:
+	PREFETCHT0 PFD(SI)
+	PREFETCHT0 (PFD+64)(SI)
+	PREFETCHT0 (PFD+128)(SI)
+	PREFETCHT0 (PFD+192)(SI)
+	VPMOVSXBW 192(SI), Y16 // the 16 signed sub-block scales
+	VPSLLW    $5, Y16, Y13 // 32 × scale, the offset multipliers
+	VPERMW    Z16, Z24, Z17
+	VPERMW    Z16, Z25, Z18
+	VPERMW    Z16, Z26, Z19
+	VPERMW    Z16, Z27, Z20
+
+	VPXORD Z8, Z8, Z8
+	Q6KZ(0, 128, 0, Z17, Z18)
+	Q6KZ(64, 160, 128, Z19, Z20)
+	VEXTRACTI64X4 $1, Z8, Y1
+	VPADDD       Y1, Y8, Y8
+	VCVTDQ2PS    Y8, Y8
+	VBROADCASTSS (DX), Y4
+	VPBROADCASTW 208(SI), X5
+	VCVTPH2PS    X5, Y5
+	VMULPS       Y4, Y5, Y5
+	VFMADD231PS  Y5, Y8, Y9
+	MTERMR
+	VFMADD231SS  X5, X6, X10
+	ADDQ         $210, SI
+	ADDQ         $256, R8
+	ADDQ         $4, DX
+	ADDQ         $32, R9
+	DECQ         CX
+	JNZ          sb6
+
+	HSUM8(Y9, X9, X0)
+	VSUBSS X10, X9, X9
+	MOVSS  X9, (DI)
+	ADDQ   $4, DI
+	ADDQ   rowBytes+16(FP), R10
+	DECQ   R11
+	JNZ    row6
+	VZEROUPPER
+	RET
+
+// F16PAIR(A, B, ACC): rows at A and B, eight columns each, into the two
+// halves of ACC against the eight activations in both halves of Z8.
+#define F16PAIR(A, B, ACC) \
+	VMOVDQU     A, X9            \
+	VINSERTI128 $1, B, Y9, Y9    \
+	VCVTPH2PS   Y9, Z9           \
+	VFMADD231PS Z8, Z9, ACC
+
+// FCOL(WOFF, XOFF): eight columns of the eight rows (weights at WOFF past
+// SI/R12, activations at XOFF past R8).
+#define FCOL(WOFF, XOFF) \
+	VBROADCASTF64X4 XOFF(R8), Z8                   \
+	F16PAIR(WOFF(SI), WOFF(SI)(R9*1), Z0)          \
+	F16PAIR(WOFF(SI)(R9*2), WOFF(SI)(R11*1), Z1)   \
+	F16PAIR(WOFF(R12), WOFF(R12)(R9*1), Z2)        \
+	F16PAIR(WOFF(R12)(R9*2), WOFF(R12)(R11*1), Z3)
+
+// HSUMZ(Z, Y, X, OFF): the halves of Z as two rows' results at OFF(R13).
+#define HSUMZ(Z, Y, X, OFF) \
+	VEXTRACTF64X4 $1, Z, Y7 \
+	HSUM8(Y, X, X6)         \
+	HSUM8(Y7, X7, X6)       \
+	MOVSS X, OFF(R13)       \
+	MOVSS X7, OFF+4(R13)
+
+// func f16RowsZ(w *byte, wstride int, x *float32, n, rows int, out *float32)
+// rows (a multiple of 8) F16 rows against one token of n (a multiple of
+// 8, > 0) columns: out[i] is row i's dotFloatRef before the column tail.
+TEXT ·f16RowsZ(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ wstride+8(FP), R9
+	MOVQ rows+32(FP), BX
+	MOVQ out+40(FP), R13
+	LEAQ (R9)(R9*2), R11
+	SHRQ $3, BX
+	JZ   fdone
+
+frow:
+	MOVQ DI, SI
+	LEAQ (DI)(R9*4), R12
+	MOVQ x+16(FP), R8
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+fcol:
+	FCOL(0, 0)
+	ADDQ $16, SI
+	ADDQ $16, R12
+	ADDQ $32, R8
+	DECQ CX
+	JNZ  fcol
+
+	HSUMZ(Z0, Y0, X0, 0)
+	HSUMZ(Z1, Y1, X1, 8)
+	HSUMZ(Z2, Y2, X2, 16)
+	HSUMZ(Z3, Y3, X3, 24)
+	ADDQ $32, R13
+	LEAQ (DI)(R9*8), DI
+	DECQ BX
+	JNZ  frow
+
+fdone:
+	VZEROUPPER
+	RET
+
+// func q4kRows4Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, outStride int)
+// Four tokens: token t's activations at xq + t×256×nsb, xd + t×4×nsb,
+// bs + t×32×nsb (bytes; the activation layout), its result for row i at
+// out + t×outStride + 4i.
+TEXT ·q4kRows4Z(SB), NOSPLIT, $64-72
+	MOVQ         out+0(FP), DI
+	MOVQ         w+8(FP), R10
+	MOVQ         n+24(FP), R11
+	MOVQ         nsb+56(FP), R12
+	MOVQ         R12, R13
+	MOVQ         R12, R14
+	SHLQ         $8, R12 // xq stride
+	SHLQ         $2, R13 // xd stride
+	SHLQ         $5, R14 // bs stride
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	LEAQ         ·kQ4KScl(SB), AX
+	VMOVDQU      0(AX), X12
+	VMOVDQU32    16(AX), X23
+	VMOVDQU32    32(AX), X30
+	VMOVDQU32    48(AX), X31
+
+row4:
+	MOVQ   R10, SI
+	MOVQ   xq+32(FP), R8
+	MOVQ   xd+40(FP), DX
+	MOVQ   bs+48(FP), R9
+	MOVQ   nsb+56(FP), CX
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VPXORD X26, X26, X26
+	VPXORD X27, X27, X27
+	VPXORD X28, X28, X28
+	VPXORD X29, X29, X29
+
+sb4:
+	PREFETCHT0 PFD(SI)
+	PREFETCHT0 (PFD+64)(SI)
+	PREFETCHT0 (PFD+128)(SI)
+	VMOVDQU    4(SI), X0
+	VPSHUFD    $0x98, X0, X1
+	VPSHUFD    $0x50, X0, X2
+	VPSRLVD    X12, X1, X1
+	VPSRLVD    X23, X2, X2
+	VPANDD     X30, X1, X1
+	VPANDD     X31, X2, X2
+	VPOR       X2, X1, X0
+	VPMOVZXBW  X0, Y1
+	VPUNPCKLWD Y1, Y1, Y2
+	VPUNPCKHWD Y1, Y1, Y3
+	VMOVDQU    Y2, 0(SP)
+	VMOVDQU    Y3, 32(SP)
+	VPERM2I128 $0x31, Y3, Y2, Y13
+	VCVTPH2PS  (SI), X14 // d, dmin
+	Q4KNIB(16, Y0, Y1)
+	Q4KNIB(48, Y2, Y3)
+	Q4KNIB(80, Y4, Y5)
+	Q4KNIB(112, Y6, Y7)
+
+	Q4KT((R8), (DX), (R9), Y16, X26)
+	Q4KT((R8)(R12*1), (DX)(R13*1), (R9)(R14*1), Y17, X27)
+	Q4KT((R8)(R12*2), (DX)(R13*2), (R9)(R14*2), Y18, X28)
+	LEAQ (R8)(R12*2), AX
+	LEAQ (DX)(R13*2), BX
+	LEAQ (R9)(R14*2), R15
+	Q4KT((AX)(R12*1), (BX)(R13*1), (R15)(R14*1), Y19, X29)
+	ADDQ $144, SI
+	ADDQ $256, R8
+	ADDQ $4, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  sb4
+
+	MOVQ    outStride+64(FP), AX
+	HSUMOUT(Y16, X26, 0)
+	ADDQ    AX, DI
+	HSUMOUT(Y17, X27, 0)
+	ADDQ    AX, DI
+	HSUMOUT(Y18, X28, 0)
+	ADDQ    AX, DI
+	HSUMOUT(Y19, X29, 0)
+	IMUL3Q  $3, AX, AX
+	SUBQ    AX, DI
+	ADDQ    $4, DI
+	ADDQ    rowBytes+16(FP), R10
+	DECQ    R11
+	JNZ     row4
+	VZEROUPPER
+	RET
