@@ -173,7 +173,7 @@ func TestZoo(t *testing.T) {
 			defer f.Close()
 			// The emulation applies to F16 KV caches only; the F32 runs
 			// take the production attention.
-			m, err := Load(f, Options{Threads: 2, GGMLFlashAttention: true, GGMLRope: true, GGMLFloatMatMul: true})
+			m, err := Load(f, Options{Threads: 2, GGMLFlashAttention: true, GGMLRope: true, GGMLFloatMatMul: true, GGMLRepack: true})
 			if err != nil {
 				if errors.Is(err, ErrUnsupported) && strings.Contains(err.Error(), "supported:") && !errors.Is(err, ErrMalformed) {
 					t.Skipf("not yet supported: %v", err)
