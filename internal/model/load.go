@@ -28,6 +28,12 @@ type Options struct {
 	// tinyBLAS or vec_dot order by the operation's token count), for test
 	// comparisons with llama.cpp. Slow; quantized matrices are unaffected.
 	GGMLFloatMatMul bool
+	// GGMLRepack computes products with Q4_0, IQ4_NL, Q4_K and Q2_K weights
+	// in the order of the kernels llama.cpp's CPU backend repacks them for
+	// on an AVX-512 x86 machine (kernels.MatMulGGMLRepack: GEMM for the
+	// first n − n%4 tokens of an operation, GEMV for the rest and for MoE
+	// experts), for test comparisons with llama.cpp. Slow.
+	GGMLRepack bool
 }
 
 // layer holds one transformer block's weights.
@@ -58,6 +64,7 @@ type Model struct {
 	attnScale float32
 	ggmlFA    bool // Options.GGMLFlashAttention
 	ggmlMM    bool // Options.GGMLFloatMatMul
+	ggmlRP    bool // Options.GGMLRepack
 	// ggmlTheta, ggmlThetaSWA: the float32 angle ratios of Options.GGMLRope
 	// (0 when off).
 	ggmlTheta, ggmlThetaSWA float32
@@ -176,6 +183,7 @@ func Load(f *gguf.File, opts Options) (*Model, error) {
 	m.pool = kernels.NewPool(max(opts.Threads, 1))
 	m.ggmlFA = opts.GGMLFlashAttention
 	m.ggmlMM = opts.GGMLFloatMatMul
+	m.ggmlRP = opts.GGMLRepack
 	m.serial = kernels.NewPool(1)
 	m.bindAttention()
 	return m, nil

@@ -25,6 +25,13 @@ import (
 // matmul is m.pool.MatMul, or the emulation for F32/F16 weights when
 // enabled; nOp is the number of tokens llama.cpp's operation would have.
 func (m *Model) matmul(out []float32, w *kernels.Matrix, x []float32, n, nOp int) {
+	if m.ggmlRP && kernels.RepackedByGGML(w.Type, w.Rows) {
+		// llama.cpp's operation holds the last nOp of the n tokens; its
+		// first nOp − nOp%4 go to the repacked GEMM.
+		first, gemmEnd := n-nOp, n-nOp+nOp-nOp%4
+		m.pool.MatMulGGMLRepack(out, w, x, n, func(b int) bool { return b >= first && b < gemmEnd })
+		return
+	}
 	if !m.ggmlMM || (w.Type != gguf.F16 && w.Type != gguf.F32) {
 		m.pool.MatMul(out, w, x, n)
 		return

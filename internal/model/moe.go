@@ -59,8 +59,13 @@ func (ld *loader) moe(p string, c *Config) *moe {
 	}
 }
 
-// route fills x.sel and x.w (total×k) from the router logits.
-func (x *moe) route(c *Config, total int) {
+// route fills x.sel and x.w (total×k) from the router logits. With ggml
+// set (Options.GGMLFloatMatMul) the softmax and the weight sum round as
+// ggml's CPU ops do: the exponentials summed in float64 and multiplied by
+// float32(1/sum) (ggml_compute_forward_soft_max_f32), the selected weights
+// summed in float64 (ggml_vec_sum_f32) before the division; otherwise a
+// float32 sum divides.
+func (x *moe) route(c *Config, total int, ggml bool) {
 	X, k := c.Experts, c.ExpertsUsed
 	x.sel = grow(x.sel, total*k)
 	x.w = grow(x.w, total*k)
@@ -71,16 +76,24 @@ func (x *moe) route(c *Config, total int) {
 			mx = max(mx, v)
 		}
 		var sum float32
+		var sum64 float64
 		x.p = grow(x.p, X)
 		p := x.p
 		for i, v := range l {
 			p[i] = float32(math.Exp(float64(v - mx)))
 			sum += p[i]
+			sum64 += float64(p[i])
 		}
+		inv := float32(1 / sum64)
 		for i := range p {
-			p[i] /= sum
+			if ggml {
+				p[i] *= inv
+			} else {
+				p[i] /= sum
+			}
 		}
 		var wsum float32
+		var wsum64 float64
 		for j := 0; j < k; j++ {
 			best := -1
 			for i := range p {
@@ -90,7 +103,11 @@ func (x *moe) route(c *Config, total int) {
 			}
 			x.sel[t*k+j], x.w[t*k+j] = best, p[best]
 			wsum += p[best]
+			wsum64 += float64(p[best])
 			p[best] = -1
+		}
+		if ggml {
+			wsum = float32(wsum64)
 		}
 		for j := 0; j < k; j++ {
 			x.w[t*k+j] /= wsum
@@ -106,7 +123,7 @@ func (m *Model) moeFFN(x *moe, total, nOp int) {
 	E, F, k := c.Embd, c.ExpertFF, c.ExpertsUsed
 	x.logits = grow(x.logits, total*c.Experts)
 	m.matmul(x.logits, x.router, s.xn[:total*E], total, nOp)
-	x.route(c, total)
+	x.route(c, total, m.ggmlMM)
 	x.res = grow(x.res, total*k*E)
 	for e := 0; e < c.Experts; e++ {
 		x.rows = x.rows[:0]

@@ -22,7 +22,7 @@ func TestZooDiag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := Load(f, Options{Threads: 2, GGMLFlashAttention: true, GGMLRope: os.Getenv("BULKHEAD_DIAG_ROPE") != "0", GGMLFloatMatMul: os.Getenv("BULKHEAD_DIAG_MM") != "0"})
+		m, err := Load(f, Options{Threads: 2, GGMLFlashAttention: true, GGMLRope: os.Getenv("BULKHEAD_DIAG_ROPE") != "0", GGMLFloatMatMul: os.Getenv("BULKHEAD_DIAG_MM") != "0", GGMLRepack: os.Getenv("BULKHEAD_DIAG_RP") != "0"})
 		if err != nil {
 			t.Fatal(err)
 		}
