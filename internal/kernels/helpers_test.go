@@ -28,6 +28,11 @@ var f16Fields = map[gguf.Type][]int{
 // encode: random quant bits, F16 scales of random sign and magnitude
 // 2^-8..2^-4 (so weights stay near the unit range).
 func randBlocks(r *rand.Rand, typ gguf.Type, rows, cols int) []byte {
+	return randBlocksWith(r, typ, rows, cols, f16Fields[typ])
+}
+
+// randBlocksWith is randBlocks with the F16 fields of one block given.
+func randBlocksWith(r *rand.Rand, typ gguf.Type, rows, cols int, fields []int) []byte {
 	rb, _ := typ.RowBytes(cols)
 	data := make([]byte, rows*rb)
 	for i := range data {
@@ -35,7 +40,7 @@ func randBlocks(r *rand.Rand, typ gguf.Type, rows, cols int) []byte {
 	}
 	bb := typ.BlockBytes()
 	for b := 0; b < len(data)/bb; b++ {
-		for _, off := range f16Fields[typ] {
+		for _, off := range fields {
 			v := float32(math.Ldexp(1+r.Float64(), -8+r.IntN(4)))
 			if r.IntN(2) == 0 {
 				v = -v

@@ -3,7 +3,6 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -37,21 +36,7 @@ var rawF16Fields = map[gguf.Type][]int{gguf.Q8_0: {0}, gguf.Q4_0: {0}, gguf.Q4_K
 // scales of random sign, magnitude 2^-8..2^-5.
 func rawMatrix(t testing.TB, r *rand.Rand, typ gguf.Type, rows, cols int) *Matrix {
 	t.Helper()
-	rb, _ := typ.RowBytes(cols)
-	data := make([]byte, rows*rb)
-	for i := range data {
-		data[i] = byte(r.Uint32())
-	}
-	bb := typ.BlockBytes()
-	for b := 0; b < len(data)/bb; b++ {
-		for _, off := range rawF16Fields[typ] {
-			v := float32(math.Ldexp(1+r.Float64(), -8+r.IntN(4)))
-			if r.IntN(2) == 0 {
-				v = -v
-			}
-			binary.LittleEndian.PutUint16(data[bb*b+off:], F32ToF16(v))
-		}
-	}
+	data := randBlocksWith(r, typ, rows, cols, rawF16Fields[typ])
 	m, err := NewMatrix(typ, rows, cols, data)
 	if err != nil {
 		t.Fatal(err)
