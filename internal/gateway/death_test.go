@@ -84,8 +84,10 @@ func gatedEngine(m *loader.Model, o loader.PoolOptions, ec engine.Config, g *gat
 // kill is the worker's process dying: its connections drop, its engine
 // and KV receiver stop. Its held pass is let go so the engine can close.
 func (n *node) kill(g *gate) {
-	n.srv.CloseClientConnections()
+	// The listener first: a dead process takes no new connection, so a
+	// gateway retrying after the cut cannot reach the dying worker.
 	n.srv.Listener.Close()
+	n.srv.CloseClientConnections()
 	done := make(chan struct{})
 	go func() { n.eng.Close(); close(done) }()
 	if g != nil {
