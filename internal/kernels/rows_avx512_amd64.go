@@ -27,9 +27,6 @@ func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs 
 func q4kRows4Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, outStride int)
 
 //go:noescape
-func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
-
-//go:noescape
 func f16RowsZ(w *byte, wstride int, x *float32, n, rows int, out *float32)
 
 // has512 reports whether the CPU (and OS, which must save the 512-bit
@@ -60,30 +57,10 @@ func rowsFast512(t gguf.Type, cols int) rowKernel {
 	case gguf.F16:
 		return rowsF16Z
 	}
-	// Q6_K stays on AVX2's q6kRows: q6kRowsZ keeps the offset in its own
-	// float term, not folded into the integer lanes as dotKRef now does
-	// (ggml's order, issue 15), so it is not bit-equal and is not chosen.
+	// Q6_K stays on AVX2's q6kRows, which folds the offset into the
+	// integer lanes in dotKRef's order (ggml's, issue 15).
 	return rowsFast(t, cols)
 }
-
-// kPermZ holds the constant vectors of q6kRowsZ: at 64×q (q < 4) the
-// VPERMW indices spreading Q6_K's scales 4q..4q+3 over 8 words each; at
-// 256 and 320 the per-qword shifts (4,2) and (0,2) of its high bits.
-var kPermZ = func() (c [384]byte) {
-	for q := 0; q < 4; q++ {
-		for w := 0; w < 32; w++ {
-			c[64*q+2*w] = byte(4*q + w/8)
-		}
-	}
-	for q := 0; q < 8; q++ {
-		sl, sr := byte(4), byte(0)
-		if q >= 4 {
-			sl, sr = 2, 2
-		}
-		c[256+8*q], c[320+8*q] = sl, sr
-	}
-	return c
-}()
 
 // kQ4KScl are q4kRowsZ's scale-decoding constants (dwords): the right
 // shifts of [a, c, m, c] and of [a, a, m, m], then their masks.
@@ -119,10 +96,10 @@ func rowsQ8Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 }
 
-// rowsKZ is rowsK with the AVX-512 kernels for batches up to
-// kFusedMaxBatch, over the chunk's rows (which stay in cache): Q4_K four
-// tokens at a time through q4kRows4Z, then one at a time; Q6_K one at a
-// time. Larger batches take rowsK's unpacked path.
+// rowsKZ is rowsK for Q4_K with the AVX-512 kernels for batches up to
+// kFusedMaxBatch, over the chunk's rows (which stay in cache): four
+// tokens at a time through q4kRows4Z, then one at a time. Larger batches
+// take rowsK's unpacked path.
 func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	if a.batch > kFusedMaxBatch || r1 <= r0 {
 		rowsK(out, m, a, r0, r1)
@@ -132,19 +109,13 @@ func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	rb := m.rowBytes()
 	w := &m.Data[r0*rb]
 	t := 0
-	if m.Type == gguf.Q4_K {
-		for ; t+4 <= a.batch; t += 4 {
-			q4kRows4Z(&out[t*m.Rows+r0], w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb, 4*m.Rows)
-		}
+	for ; t+4 <= a.batch; t += 4 {
+		q4kRows4Z(&out[t*m.Rows+r0], w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb, 4*m.Rows)
 	}
 	for ; t < a.batch; t++ {
 		o := &out[t*m.Rows+r0]
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
-		if m.Type == gguf.Q4_K {
-			q4kRowsZ(o, w, rb, r1-r0, xq, xd, bs, nsb)
-		} else {
-			q6kRowsZ(o, w, rb, r1-r0, xq, xd, bs, nsb)
-		}
+		q4kRowsZ(o, w, rb, r1-r0, xq, xd, bs, nsb)
 	}
 }
 

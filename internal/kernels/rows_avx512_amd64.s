@@ -17,10 +17,9 @@
 //     after the other.
 //   - q4kRowsZ: 256-bit, scales decoded with vector shifts and applied by
 //     VPDPWSSD with an embedded broadcast (a load, not a shuffle).
-//   - q6kRowsZ: 64 values per 512-bit step, the sub-block scales spread to
-//     words by VPERMW and applied by VPDPWSSD; the two 256-bit halves are
-//     added (exact) into the eight int32 lanes A of dotKRef before its
-//     float steps.
+//
+// Q6_K has no kernel here: AVX2's q6kRows already folds its offset into
+// the integer lanes in dotKRef's order.
 //
 // 256-bit code where it is as short: CPUs that run 512-bit work on two
 // fused 256-bit ports lose the third vector port while any is in flight.
@@ -421,95 +420,6 @@ sb:
 	ADDQ   rowBytes+16(FP), R10
 	DECQ   R11
 	JNZ    row
-	VZEROUPPER
-	RET
-
-// Q6KZ(LOFF, HOFF, XOFF, S0, S1): one 128-value half: L = 64 bytes at
-// LOFF, H = 32 bytes at HOFF. Values 0..63 are L&15 | high bits (H<<4,
-// H<<2 per 256-bit half)&0x30; values 64..127 are L>>4&15 | (H, H>>2)&0x30.
-// Z12/Z11 hold the per-qword shift counts, Z14 = 0x30, Z15 = 0x0f.
-#define Q6KZ(LOFF, HOFF, XOFF, S0, S1) \
-	VMOVDQU64       LOFF(SI), Z0        \
-	VBROADCASTI64X4 HOFF(SI), Z4        \
-	VPSLLVQ         Z12, Z4, Z5         \
-	VPANDD          Z14, Z5, Z5         \
-	VPANDD          Z15, Z0, Z1         \
-	VPORD           Z5, Z1, Z1          \
-	VPMADDUBSW      XOFF(R8), Z1, Z1    \
-	VPDPWSSD        S0, Z1, Z8          \
-	VPSRLVQ         Z11, Z4, Z5         \
-	VPANDD          Z14, Z5, Z5         \
-	VPSRLW          $4, Z0, Z1          \
-	VPANDD          Z15, Z1, Z1         \
-	VPORD           Z5, Z1, Z1          \
-	VPMADDUBSW      XOFF+64(R8), Z1, Z1 \
-	VPDPWSSD        S1, Z1, Z8
-
-// func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
-TEXT ·q6kRowsZ(SB), NOSPLIT, $0-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
-	MOVL         $0x30303030, AX
-	VPBROADCASTD AX, Z14
-	LEAQ         ·kPermZ(SB), AX
-	VMOVDQU64    0(AX), Z24
-	VMOVDQU64    64(AX), Z25
-	VMOVDQU64    128(AX), Z26
-	VMOVDQU64    192(AX), Z27
-	VMOVDQU64    256(AX), Z12
-	VMOVDQU64    320(AX), Z11
-
-row6:
-	MOVQ   R10, SI
-	MOVQ   xq+32(FP), R8
-	MOVQ   xd+40(FP), DX
-	MOVQ   bs+48(FP), R9
-	MOVQ   nsb+56(FP), CX
-	VXORPS Y9, Y9, Y9
-	VXORPS X10, X10, X10
-
-sb6:
-	PREFETCHT0 PFD(SI)
-	PREFETCHT0 (PFD+64)(SI)
-	PREFETCHT0 (PFD+128)(SI)
-	PREFETCHT0 (PFD+192)(SI)
-	VPMOVSXBW 192(SI), Y16 // the 16 signed sub-block scales
-	VPSLLW    $5, Y16, Y13 // 32 × scale, the offset multipliers
-	VPERMW    Z16, Z24, Z17
-	VPERMW    Z16, Z25, Z18
-	VPERMW    Z16, Z26, Z19
-	VPERMW    Z16, Z27, Z20
-
-	VPXORD Z8, Z8, Z8
-	Q6KZ(0, 128, 0, Z17, Z18)
-	Q6KZ(64, 160, 128, Z19, Z20)
-	VEXTRACTI64X4 $1, Z8, Y1
-	VPADDD       Y1, Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS (DX), Y4
-	VPBROADCASTW 208(SI), X5
-	VCVTPH2PS    X5, Y5
-	VMULPS       Y4, Y5, Y5
-	VFMADD231PS  Y5, Y8, Y9
-	MTERMR
-	VFMADD231SS  X5, X6, X10
-	ADDQ         $210, SI
-	ADDQ         $256, R8
-	ADDQ         $4, DX
-	ADDQ         $32, R9
-	DECQ         CX
-	JNZ          sb6
-
-	HSUM8(Y9, X9, X0)
-	VSUBSS X10, X9, X9
-	MOVSS  X9, (DI)
-	ADDQ   $4, DI
-	ADDQ   rowBytes+16(FP), R10
-	DECQ   R11
-	JNZ    row6
 	VZEROUPPER
 	RET
 
