@@ -25,10 +25,18 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 	}
 	p.mu.Lock()
 	p.mm = mmJob{out: out, m: m, a: a, kern: kern, chunk: chunk}
-	p.parallelLocked(n, p.mmFn)
+	if n <= maxRanged && rangedMatMul {
+		p.publishRanged(n, p.mmFn)
+	} else {
+		p.parallelLocked(n, p.mmFn)
+	}
 	p.mm = mmJob{}
 	p.mu.Unlock()
 }
+
+// rangedMatMul is false only in BenchmarkDecodeSplit, which compares the
+// ranged split with chunks handed out in turn.
+var rangedMatMul = true
 
 // mmJob is one MatMul's operands, kept in the pool so its work items need
 // no per-call closure.

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -52,6 +53,63 @@ func TestPoolBackToBackJobsNeverMix(t *testing.T) {
 			if h := hits[i].Load(); h != 1 {
 				t.Fatalf("job %d item %d ran %d times", k, i, h)
 			}
+		}
+	}
+}
+
+// TestPoolRangedJobsRunEveryItemOnce mixes ranged jobs (MatMul's split:
+// own run from the front, others' from the back) with plain ones, back to
+// back, on pools of two and three threads: every item of every job must
+// run exactly once, whichever thread took it, and a late thread must never
+// take an item of a later job.
+func TestPoolRangedJobsRunEveryItemOnce(t *testing.T) {
+	for _, threads := range []int{2, 3} {
+		p := NewPool(threads)
+		for k := 0; k < 3000; k++ {
+			n := 1 + k%23
+			hits := make([]atomic.Int32, n)
+			fn := func(i int) { hits[i].Add(1) }
+			if k%3 == 2 {
+				p.Parallel(n, fn)
+			} else {
+				p.mu.Lock()
+				p.publishRanged(n, fn)
+				p.mu.Unlock()
+			}
+			for i := range hits {
+				if h := hits[i].Load(); h != 1 {
+					t.Fatalf("%d threads, job %d (n=%d) item %d ran %d times", threads, k, n, i, h)
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
+// TestPoolRangedRunsAreContiguous checks the split itself on a pool with
+// no workers running, so one thread does a whole job alone: its own run
+// from the front, in order, then the other runs from their ends backwards.
+func TestPoolRangedRunsAreContiguous(t *testing.T) {
+	for _, c := range []struct {
+		threads, self, n int
+		want             []int
+	}{
+		{2, 0, 10, []int{0, 1, 2, 3, 4, 9, 8, 7, 6, 5}},
+		{2, 1, 10, []int{5, 6, 7, 8, 9, 4, 3, 2, 1, 0}},
+		{3, 1, 7, []int{2, 3, 6, 5, 4, 1, 0}},
+		{2, 0, 1, []int{0}},
+	} {
+		p := &Pool{threads: c.threads, runs: make([]atomic.Uint64, c.threads)}
+		var order []int
+		p.mu.Lock()
+		p.gen++
+		g := p.gen << 32
+		p.fn = func(i int) { order = append(order, i) }
+		p.layRuns(g, c.n)
+		p.runItems(c.self)
+		p.mu.Unlock()
+		if !slices.Equal(order, c.want) {
+			t.Errorf("%d threads, thread %d alone, %d items: ran %v, want %v", c.threads, c.self, c.n, order, c.want)
 		}
 	}
 }
