@@ -2,7 +2,7 @@ package kernels
 
 // Prefill GEMM tiles (gemm_amd64.go, gemm_*_amd64.s).
 //
-// Above decodeMax tokens a MatMul is a GEMM, and the row kernels' small
+// From one full token group up (gemmMinBatch) a MatMul is a GEMM, and the row kernels' small
 // tiles are bound by loads and by the instructions that widen weights, not
 // by the FMA or integer-dot units. The gemm tiles take whole groups of
 // tokens (16 for Q8_0, 8 for float weights) against two (Q8_0) or six
@@ -17,9 +17,6 @@ package kernels
 // them, and the float steps (scale product, convert, FMA per lane, hsum8)
 // are the same — so tokens outside a full group, rows outside a full
 // tile, and other CPUs all give the same bits (I8).
-
-// decodeMax is the largest batch left entirely to the row kernels.
-const decodeMax = 16
 
 // gemmPack is a MatMul's activations laid out for the gemm tiles, and the
 // views of the activation the row kernels finish with.

@@ -56,13 +56,29 @@ func gemmVariant() string {
 	return "prefill >16 tokens: " + s[:len(s)-2] + "; row kernels: "
 }
 
+// gemmMinBatch is the smallest batch of type t the gemm tiles take. A
+// batched decode step of one full token group is already a GEMM for the
+// float (8-token) and Q8_0/Q4_0 (16-token) tiles; Q4_K and Q6_K keep their
+// four-token row kernels through 16 tokens. Measured one thread on
+// 1536×2048 (BenchmarkGemmSmallBatch, GFLOP/cpu-s, rows → tiles): Q8_0 at
+// 16 tokens 51 → 96, F16 at 8 40 → 74 and at 16 43 → 78; Q4_K at 16 75 → 70.
+func gemmMinBatch(t gguf.Type) int {
+	switch t {
+	case gguf.F16, gguf.BF16, gguf.F32:
+		return 8
+	case gguf.Q8_0, gguf.Q4_0:
+		return 16
+	}
+	return kFusedMaxBatch + 1
+}
+
 // gemmRows returns the kernel MatMul runs over a: the gemm tiles for the
 // full token groups of a prefill-sized batch (with base finishing the
 // rest), or base itself. It lays a's activations out for the tile, so it
 // runs once per MatMul, before the rows are shared out.
 func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 	a.gp.groups = 0
-	if !gemmEnabled || a.batch <= decodeMax || impl.name == refKernels.name {
+	if !gemmEnabled || a.batch < gemmMinBatch(t) || impl.name == refKernels.name {
 		return base
 	}
 	switch {

@@ -71,10 +71,13 @@ func TestGemmEqualsReferenceBitForBit(t *testing.T) {
 		case gguf.Q4_K, gguf.Q6_K:
 			colsList = []int{256, 768}
 		}
+		// The smallest batch the tiles take (a decode step's, 8 or 16
+		// tokens) and, for the 8-token float tile, one leaving a tail.
+		typBatches := append([]int{gemmMinBatch(typ), gemmMinBatch(typ) + 7}, batches...)
 		for _, cols := range colsList {
 			for _, rows := range []int{1, 2, 5, 6, 7, 13, 40} {
 				m := gemmMatrix(t, r, typ, rows, cols)
-				for _, batch := range batches {
+				for _, batch := range typBatches {
 					x := randVec(r, batch*cols, 1)
 					// An outlier per block drives some activations to ±127.
 					x[r.IntN(len(x))] = 40
@@ -349,6 +352,36 @@ func TestGemmAllocatesNothing(t *testing.T) {
 		p.MatMul(out, m, x, batch) // warm the recycled buffers
 		if n := testing.AllocsPerRun(20, func() { p.MatMul(out, m, x, batch) }); n > 0.1 {
 			t.Errorf("%s batch %d: %.2f allocations per MatMul, want 0", typ, batch, n)
+		}
+	}
+}
+
+// BenchmarkGemmSmallBatch is a batched decode step's size, one thread on
+// a 1536×2048 matrix: 8 and 16 tokens (a full group of the float and of
+// the integer tiles, so the tiles run) and 17 (a group and one token the
+// row kernels finish), in GFLOP per CPU-second, with the tiles on and off.
+func BenchmarkGemmSmallBatch(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	p := NewPool(1)
+	defer p.Close()
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.F16} {
+		m := gemmMatrix(&testing.T{}, r, typ, 1536, 2048)
+		for _, batch := range []int{8, 16, 17} {
+			x := randVec(r, batch*2048, 1)
+			out := make([]float32, batch*1536)
+			for _, on := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/b%d/gemm=%v", typ, batch, on), func(b *testing.B) {
+					defer func(v bool) { gemmEnabled = v }(gemmEnabled)
+					gemmEnabled = on
+					start := cpuTime()
+					for b.Loop() {
+						p.MatMul(out, m, x, batch)
+					}
+					if d := cpuTime() - start; d > 0 {
+						b.ReportMetric(2*float64(1536*2048*batch)*float64(b.N)/d.Seconds()/1e9, "GFLOP/cpu-s")
+					}
+				})
+			}
 		}
 	}
 }
