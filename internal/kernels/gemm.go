@@ -22,6 +22,7 @@ package kernels
 // views of the activation the row kernels finish with.
 type gemmPack struct {
 	groups int       // full token groups laid out; 0 = the gemm does not run
+	group  int       // Q8_0/Q4_0: tokens per group (16, or 8 below 16 tokens)
 	xq     []byte    // Q8_0: see gemmPackQ8
 	d16    []float32 // Q8_0, K-quants: the sixteen tokens' scales per block
 	bsT    []int32   // K-quants: see gemmPackK

@@ -14,7 +14,13 @@ func gemmQ8x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float
 func gemmQ40x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
 
 //go:noescape
-func gemmPackQ8Pair(dst *byte, s0, s1 *int8, nb int)
+func gemmQ8x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+
+//go:noescape
+func gemmQ40x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+
+//go:noescape
+func gemmPackQ8Pair(dst *byte, s0, s1 *int8, nb, step int)
 
 //go:noescape
 func gemmPackFPair(dst *float32, s0, s1 *float32, n8 int)
@@ -45,7 +51,7 @@ var gemmEnabled = true
 func gemmVariant() string {
 	var s string
 	if gemmEnabled && gemmHasQ8 {
-		s += "Q8_0/Q4_0 avx512-vnni 2x16, Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
+		s += "Q8_0/Q4_0 avx512-vnni 2x16 (2x8 below 16 tokens), Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
 	}
 	if gemmEnabled && gemmHasF {
 		s += "F16/BF16/F32 avx512 6x8, "
@@ -53,21 +59,22 @@ func gemmVariant() string {
 	if s == "" {
 		return ""
 	}
-	return "prefill >16 tokens: " + s[:len(s)-2] + "; row kernels: "
+	return "gemm tiles (F16/BF16/F32 and Q8_0/Q4_0 from 8 tokens, Q4_K/Q6_K from 17): " + s[:len(s)-2] + "; row kernels: "
 }
 
 // gemmMinBatch is the smallest batch of type t the gemm tiles take. A
 // batched decode step of one full token group is already a GEMM for the
-// float (8-token) and Q8_0/Q4_0 (16-token) tiles; Q4_K and Q6_K keep their
-// four-token row kernels through 16 tokens. Measured one thread on
-// 1536×2048 (BenchmarkGemmSmallBatch, GFLOP/cpu-s, rows → tiles): Q8_0 at
-// 16 tokens 51 → 96, F16 at 8 40 → 74 and at 16 43 → 78; Q4_K at 16 75 → 70.
+// float (8-token) and Q8_0/Q4_0 (16-token, and below 16 the 8-token
+// gemmQ8x8) tiles; Q4_K and Q6_K keep their four-token row kernels through
+// 16 tokens. Measured one thread on 1536×2048 (BenchmarkGemmSmallBatch,
+// GFLOP/cpu-s, rows → tiles): Q8_0 at 8 tokens 47–51 → 69–78, at 16 51 →
+// 90–117; F16 at 8 40 → 74 and at 16 43 → 78; Q4_K at 16 75 → 70.
 func gemmMinBatch(t gguf.Type) int {
 	switch t {
 	case gguf.F16, gguf.BF16, gguf.F32:
 		return 8
 	case gguf.Q8_0, gguf.Q4_0:
-		return 16
+		return 8
 	}
 	return kFusedMaxBatch + 1
 }
@@ -84,7 +91,7 @@ func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 	switch {
 	case (t == gguf.Q8_0 || t == gguf.Q4_0) && gemmHasQ8:
 		gemmPackQ8(a)
-		gemmViews(a, 16, base)
+		gemmViews(a, a.gp.group, base)
 		a.gp.rows = 2
 		return rowsGemmQ8
 	case (t == gguf.Q4_K || t == gguf.Q6_K) && gemmHasQ8:
@@ -111,49 +118,65 @@ func gemmViews(a *activation, group int, base rowKernel) {
 	a.view(a.gp.tail, n, a.batch)
 }
 
-// gemmPackQ8 lays out each group g of sixteen tokens, per block b, as
-// eight 64-byte token pairs: dword 2l+k of pair p is bytes 4l..4l+3 of
-// token 16g+2p+k's block, each byte x stored as x^0x80 = x+128 (unsigned,
-// for VPDPBUSD); and d16[(g·nb+b)·16+t] = token 16g+t's scale of block b.
+// gemmPackQ8 lays out each group g of G tokens (G = 16, or 8 for a batch
+// of 8 to 15: one group for gemmQ8x8), per block b, as G/2 64-byte token
+// pairs: dword 2l+k of pair p is bytes 4l..4l+3 of token Gg+2p+k's block,
+// each byte x stored as x^0x80 = x+128 (unsigned, for VPDPBUSD); and
+// d16[(g·nb+b)·16+t] = token Gg+t's scale of block b (t < G; a group of
+// eight leaves the other eight slots zero).
 func gemmPackQ8(a *activation) {
 	cols, nb := a.cols, a.cols/32
-	g := a.batch / 16
-	a.gp.groups = g
-	a.gp.xq = grow(a.gp.xq, g*16*cols)
+	G := 16
+	if a.batch < 16 {
+		G = 8
+	}
+	g := a.batch / G
+	a.gp.groups, a.gp.group = g, G
+	a.gp.xq = grow(a.gp.xq, g*G*cols)
 	a.gp.d16 = grow(a.gp.d16, g*16*nb)
 	xq, d16 := a.gp.xq, a.gp.d16
+	if G < 16 {
+		clear(d16[:g*16*nb])
+	}
 	for gi := 0; gi < g; gi++ {
-		for p := 0; p < 8; p++ {
-			t0 := 16*gi + 2*p
-			gemmPackQ8Pair(&xq[gi*nb*512+64*p], &a.qs[t0*cols], &a.qs[(t0+1)*cols], nb)
+		for p := 0; p < G/2; p++ {
+			t0 := G*gi + 2*p
+			gemmPackQ8Pair(&xq[gi*nb*32*G+64*p], &a.qs[t0*cols], &a.qs[(t0+1)*cols], nb, 32*G)
 		}
 		for b := 0; b < nb; b++ {
-			for t := 0; t < 16; t++ {
-				d16[(gi*nb+b)*16+t] = a.d[(16*gi+t)*nb+b]
+			for t := 0; t < G; t++ {
+				d16[(gi*nb+b)*16+t] = a.d[(G*gi+t)*nb+b]
 			}
 		}
 	}
 }
 
-// rowsGemmQ8 runs gemmQ8x16 over row pairs × full groups, and the row
-// kernel over the odd last row and the tokens past the last group.
+// rowsGemmQ8 runs gemmQ8x16 (or, for one group of eight, gemmQ8x8) over
+// row pairs × full groups, and the row kernel over the odd last row and
+// the tokens past the last group.
 func rowsGemmQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
-	g, nb, rb := a.gp.groups, a.cols/32, m.rowBytes()
+	g, G, nb, rb := a.gp.groups, a.gp.group, a.cols/32, m.rowBytes()
 	rEnd := r0 + (r1-r0)&^1
 	if rEnd > r0 {
 		for gi := 0; gi < g; gi++ {
-			xp, d16 := &a.gp.xq[gi*nb*512], &a.gp.d16[gi*nb*16]
-			o := out[gi*16*m.Rows:]
+			xp, d16 := &a.gp.xq[gi*nb*32*G], &a.gp.d16[gi*nb*16]
+			o := out[gi*G*m.Rows:]
 			for r := r0; r < rEnd; r += 2 {
-				if m.Type == gguf.Q8_0 {
-					gemmQ8x16(&m.Data[r*rb], rb, xp, d16, nb, &o[r], 4*m.Rows)
-				} else {
-					gemmQ40x16(&m.Data[r*rb], rb, xp, d16, nb, &o[r], 4*m.Rows)
+				w := &m.Data[r*rb]
+				switch {
+				case G == 8 && m.Type == gguf.Q8_0:
+					gemmQ8x8(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
+				case G == 8:
+					gemmQ40x8(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
+				case m.Type == gguf.Q8_0:
+					gemmQ8x16(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
+				default:
+					gemmQ40x16(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
 				}
 			}
 		}
 	}
-	gemmFinish(out, m, a, 16, r0, rEnd, r1)
+	gemmFinish(out, m, a, G, r0, rEnd, r1)
 }
 
 // gemmFinish runs the base row kernel over rows [rEnd, r1) of the grouped

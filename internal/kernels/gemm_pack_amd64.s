@@ -4,15 +4,16 @@
 
 // Activation layouts for the prefill tiles (gemm_amd64.go documents them).
 
-// func gemmPackQ8Pair(dst *byte, s0, s1 *int8, nb int)
-// One token pair: for each block b, dst[512b:512b+64] takes the 32 bytes
-// of s0 and s1's block b interleaved per dword (s0 at even dwords), each
-// byte XOR 0x80.
-TEXT ·gemmPackQ8Pair(SB), NOSPLIT, $0-32
+// func gemmPackQ8Pair(dst *byte, s0, s1 *int8, nb, step int)
+// One token pair: for each block b, dst[step·b:step·b+64] takes the 32
+// bytes of s0 and s1's block b interleaved per dword (s0 at even dwords),
+// each byte XOR 0x80.
+TEXT ·gemmPackQ8Pair(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ s0+8(FP), SI
 	MOVQ s1+16(FP), DX
 	MOVQ nb+24(FP), CX
+	MOVQ step+32(FP), R8
 	VMOVDQU32    ·gemmPairIdx(SB), Z2
 	VPBROADCASTD ·gemmBias(SB), Z3
 
@@ -24,7 +25,7 @@ loop:
 	VMOVDQU32 Z0, (DI)
 	ADDQ      $32, SI
 	ADDQ      $32, DX
-	ADDQ      $512, DI
+	ADDQ      R8, DI
 	DECQ      CX
 	JNZ       loop
 	VZEROUPPER

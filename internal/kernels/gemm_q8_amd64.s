@@ -2,7 +2,8 @@
 
 #include "textflag.h"
 
-// gemmQ8x16: two Q8_0 weight rows × sixteen tokens with AVX-512 VNNI, the
+// gemmQ8x16: two Q8_0 weight rows × sixteen tokens with AVX-512 VNNI (and
+// gemmQ8x8, the same over eight tokens for a batched decode step), the
 // prefill tile (see gemm_amd64.go for the layouts and why it is bit-equal
 // to dotQ32Ref).
 //
@@ -70,102 +71,111 @@
 	VMOVSS        X28, (PTR)       \
 	VEXTRACTPS    $1, X28, (PTR)(R10*1)
 
+// PAIRS4(W, C, XA, XB, XC, XD, SOFF, A0, A1, A2, A3): one row against
+// four token pairs (activations XA..XD, scale products from SOFF(SP)).
+#define PAIRS4(W, C, XA, XB, XC, XD, SOFF, A0, A1, A2, A3) \
+	PAIR(W, C, XA, SOFF, A0, Z28, Z30)      \
+	PAIR(W, C, XB, (SOFF+8), A1, Z29, Z31)  \
+	PAIR(W, C, XC, (SOFF+16), A2, Z28, Z30) \
+	PAIR(W, C, XD, (SOFF+24), A3, Z29, Z31)
+
+#define ZERO4(A0, A1, A2, A3) \
+	VPXORD A0, A0, A0 \
+	VPXORD A1, A1, A1 \
+	VPXORD A2, A2, A2 \
+	VPXORD A3, A3, A3
+
+// EPI4(A0, Y0, …, A3, Y3): four token pairs' results from R11 on, R12
+// bytes (two tokens) apart; R11 ends past the last.
+#define EPI4(A0, B0, A1, B1, A2, B2, A3, B3) \
+	EPI(A0, B0, R11) \
+	ADDQ R12, R11    \
+	EPI(A1, B1, R11) \
+	ADDQ R12, R11    \
+	EPI(A2, B2, R11) \
+	ADDQ R12, R11    \
+	EPI(A3, B3, R11) \
+	ADDQ R12, R11
+
+#define GEMMQARGS \
+	MOVQ w+0(FP), SI           \
+	MOVQ rowBytes+8(FP), R9    \
+	MOVQ xp+16(FP), R8         \
+	MOVQ d16+24(FP), DX        \
+	MOVQ nb+32(FP), CX         \
+	MOVQ out+40(FP), DI        \
+	MOVQ stride+48(FP), R10    \
+	LEAQ (R10)(R10*1), R12
+
+#define ROWSETUP2(LOADW) \
+	ROWSETUP(LOADW, 2(SI), (SI), Z16, Z18, 0) \
+	ROWSETUP(LOADW, 2(SI)(R9*1), (SI)(R9*1), Z17, Z19, 64)
+
+#define XLOAD4(OFF, XA, XB, XC, XD) \
+	VMOVDQU64 OFF(R8), XA      \
+	VMOVDQU64 (OFF+64)(R8), XB  \
+	VMOVDQU64 (OFF+128)(R8), XC \
+	VMOVDQU64 (OFF+192)(R8), XD
+
 // GEMMQ(NAME, LOADW, BSTEP): func(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
 // Rows at w and w+rowBytes; xp the group's packed activations (512 bytes
 // per block), d16 its sixteen scales per block; out[t*stride + r] (bytes:
 // stride is the byte distance between tokens) for t < 16, r < 2.
 #define GEMMQ(NAME, LOADW, BSTEP) \
 TEXT NAME(SB), NOSPLIT, $128-56 \
-	MOVQ w+0(FP), SI \
-	MOVQ rowBytes+8(FP), R9 \
-	MOVQ xp+16(FP), R8 \
-	MOVQ d16+24(FP), DX \
-	MOVQ nb+32(FP), CX \
-	MOVQ out+40(FP), DI \
-	MOVQ stride+48(FP), R10 \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	VPXORD Z8, Z8, Z8 \
-	VPXORD Z9, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPXORD Z11, Z11, Z11 \
-	VPXORD Z12, Z12, Z12 \
-	VPXORD Z13, Z13, Z13 \
-	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15 \
+	GEMMQARGS \
+	ZERO4(Z0, Z1, Z2, Z3) \
+	ZERO4(Z4, Z5, Z6, Z7) \
+	ZERO4(Z8, Z9, Z10, Z11) \
+	ZERO4(Z12, Z13, Z14, Z15) \
  \
 loop: \
-	ROWSETUP(LOADW, 2(SI), (SI), Z16, Z18, 0) \
-	ROWSETUP(LOADW, 2(SI)(R9*1), (SI)(R9*1), Z17, Z19, 64) \
-	VMOVDQU64 0(R8), Z20 \
-	VMOVDQU64 64(R8), Z21 \
-	VMOVDQU64 128(R8), Z22 \
-	VMOVDQU64 192(R8), Z23 \
-	VMOVDQU64 256(R8), Z24 \
-	VMOVDQU64 320(R8), Z25 \
-	VMOVDQU64 384(R8), Z26 \
-	VMOVDQU64 448(R8), Z27 \
-	PAIR(Z16, Z18, Z20, 0, Z0, Z28, Z30) \
-	PAIR(Z16, Z18, Z21, 8, Z1, Z29, Z31) \
-	PAIR(Z16, Z18, Z22, 16, Z2, Z28, Z30) \
-	PAIR(Z16, Z18, Z23, 24, Z3, Z29, Z31) \
-	PAIR(Z16, Z18, Z24, 32, Z4, Z28, Z30) \
-	PAIR(Z16, Z18, Z25, 40, Z5, Z29, Z31) \
-	PAIR(Z16, Z18, Z26, 48, Z6, Z28, Z30) \
-	PAIR(Z16, Z18, Z27, 56, Z7, Z29, Z31) \
-	PAIR(Z17, Z19, Z20, 64, Z8, Z28, Z30) \
-	PAIR(Z17, Z19, Z21, 72, Z9, Z29, Z31) \
-	PAIR(Z17, Z19, Z22, 80, Z10, Z28, Z30) \
-	PAIR(Z17, Z19, Z23, 88, Z11, Z29, Z31) \
-	PAIR(Z17, Z19, Z24, 96, Z12, Z28, Z30) \
-	PAIR(Z17, Z19, Z25, 104, Z13, Z29, Z31) \
-	PAIR(Z17, Z19, Z26, 112, Z14, Z28, Z30) \
-	PAIR(Z17, Z19, Z27, 120, Z15, Z29, Z31) \
+	ROWSETUP2(LOADW) \
+	XLOAD4(0, Z20, Z21, Z22, Z23) \
+	XLOAD4(256, Z24, Z25, Z26, Z27) \
+	PAIRS4(Z16, Z18, Z20, Z21, Z22, Z23, 0, Z0, Z1, Z2, Z3) \
+	PAIRS4(Z16, Z18, Z24, Z25, Z26, Z27, 32, Z4, Z5, Z6, Z7) \
+	PAIRS4(Z17, Z19, Z20, Z21, Z22, Z23, 64, Z8, Z9, Z10, Z11) \
+	PAIRS4(Z17, Z19, Z24, Z25, Z26, Z27, 96, Z12, Z13, Z14, Z15) \
 	ADDQ $BSTEP, SI \
 	ADDQ $512, R8 \
 	ADDQ $64, DX \
 	DECQ CX \
 	JNZ  loop \
  \
-	LEAQ (R10)(R10*1), R12 \
 	MOVQ DI, R11 \
-	EPI(Z0, Y0, R11) \
-	ADDQ R12, R11 \
-	EPI(Z1, Y1, R11) \
-	ADDQ R12, R11 \
-	EPI(Z2, Y2, R11) \
-	ADDQ R12, R11 \
-	EPI(Z3, Y3, R11) \
-	ADDQ R12, R11 \
-	EPI(Z4, Y4, R11) \
-	ADDQ R12, R11 \
-	EPI(Z5, Y5, R11) \
-	ADDQ R12, R11 \
-	EPI(Z6, Y6, R11) \
-	ADDQ R12, R11 \
-	EPI(Z7, Y7, R11) \
+	EPI4(Z0, Y0, Z1, Y1, Z2, Y2, Z3, Y3) \
+	EPI4(Z4, Y4, Z5, Y5, Z6, Y6, Z7, Y7) \
 	LEAQ 4(DI), R11 \
-	EPI(Z8, Y8, R11) \
-	ADDQ R12, R11 \
-	EPI(Z9, Y9, R11) \
-	ADDQ R12, R11 \
-	EPI(Z10, Y10, R11) \
-	ADDQ R12, R11 \
-	EPI(Z11, Y11, R11) \
-	ADDQ R12, R11 \
-	EPI(Z12, Y12, R11) \
-	ADDQ R12, R11 \
-	EPI(Z13, Y13, R11) \
-	ADDQ R12, R11 \
-	EPI(Z14, Y14, R11) \
-	ADDQ R12, R11 \
-	EPI(Z15, Y15, R11) \
+	EPI4(Z8, Y8, Z9, Y9, Z10, Y10, Z11, Y11) \
+	EPI4(Z12, Y12, Z13, Y13, Z14, Y14, Z15, Y15) \
+	VZEROUPPER \
+	RET
+
+// GEMMQ8(NAME, LOADW, BSTEP): GEMMQ for a group of eight tokens (a
+// batched decode step): 256 bytes of activations per block; d16 keeps
+// sixteen slots per block, the last eight unused (zero).
+#define GEMMQ8(NAME, LOADW, BSTEP) \
+TEXT NAME(SB), NOSPLIT, $128-56 \
+	GEMMQARGS \
+	ZERO4(Z0, Z1, Z2, Z3) \
+	ZERO4(Z8, Z9, Z10, Z11) \
+ \
+loop: \
+	ROWSETUP2(LOADW) \
+	XLOAD4(0, Z20, Z21, Z22, Z23) \
+	PAIRS4(Z16, Z18, Z20, Z21, Z22, Z23, 0, Z0, Z1, Z2, Z3) \
+	PAIRS4(Z17, Z19, Z20, Z21, Z22, Z23, 64, Z8, Z9, Z10, Z11) \
+	ADDQ $BSTEP, SI \
+	ADDQ $256, R8 \
+	ADDQ $64, DX \
+	DECQ CX \
+	JNZ  loop \
+ \
+	MOVQ DI, R11 \
+	EPI4(Z0, Y0, Z1, Y1, Z2, Y2, Z3, Y3) \
+	LEAQ 4(DI), R11 \
+	EPI4(Z8, Y8, Z9, Y9, Z10, Y10, Z11, Y11) \
 	VZEROUPPER \
 	RET
 
@@ -174,6 +184,12 @@ GEMMQ(·gemmQ8x16, LOADQ8W, 34)
 
 // func gemmQ40x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
 GEMMQ(·gemmQ40x16, LOADQ40W, 18)
+
+// func gemmQ8x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+GEMMQ8(·gemmQ8x8, LOADQ8W, 34)
+
+// func gemmQ40x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
+GEMMQ8(·gemmQ40x8, LOADQ40W, 18)
 
 // gemmDupIdx duplicates each dword: [0,0,1,1,…,7,7].
 DATA ·gemmDupIdx+0(SB)/4, $0
