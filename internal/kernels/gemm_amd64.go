@@ -71,9 +71,7 @@ func gemmVariant() string {
 // 90–117; F16 at 8 40 → 74 and at 16 43 → 78; Q4_K at 16 75 → 70.
 func gemmMinBatch(t gguf.Type) int {
 	switch t {
-	case gguf.F16, gguf.BF16, gguf.F32:
-		return 8
-	case gguf.Q8_0, gguf.Q4_0:
+	case gguf.F16, gguf.BF16, gguf.F32, gguf.Q8_0, gguf.Q4_0:
 		return 8
 	}
 	return kFusedMaxBatch + 1

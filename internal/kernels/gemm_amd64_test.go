@@ -244,15 +244,7 @@ func BenchmarkGemm(b *testing.B) {
 		for _, on := range []bool{false, true} {
 			name := fmt.Sprintf("%s/gemm=%v", typ, on)
 			b.Run(name, func(b *testing.B) {
-				defer func(v bool) { gemmEnabled = v }(gemmEnabled)
-				gemmEnabled = on
-				start := cpuTime()
-				for b.Loop() {
-					p.MatMul(out, m, x, batch)
-				}
-				if d := cpuTime() - start; d > 0 {
-					perCPU := 2 * float64(rows*cols*batch) * float64(b.N) / d.Seconds()
-					b.ReportMetric(perCPU/1e9, "GFLOP/cpu-s")
+				if perCPU := benchMatMulGemm(b, p, m, x, out, batch, on); perCPU > 0 {
 					b.ReportMetric(perCPU/fmaPerCPUSecond(), "of-fma-cpu")
 				}
 				flop := 2 * float64(rows*cols*batch)
@@ -371,17 +363,27 @@ func BenchmarkGemmSmallBatch(b *testing.B) {
 			out := make([]float32, batch*1536)
 			for _, on := range []bool{false, true} {
 				b.Run(fmt.Sprintf("%s/b%d/gemm=%v", typ, batch, on), func(b *testing.B) {
-					defer func(v bool) { gemmEnabled = v }(gemmEnabled)
-					gemmEnabled = on
-					start := cpuTime()
-					for b.Loop() {
-						p.MatMul(out, m, x, batch)
-					}
-					if d := cpuTime() - start; d > 0 {
-						b.ReportMetric(2*float64(1536*2048*batch)*float64(b.N)/d.Seconds()/1e9, "GFLOP/cpu-s")
-					}
+					benchMatMulGemm(b, p, m, x, out, batch, on)
 				})
 			}
 		}
 	}
+}
+
+// benchMatMulGemm times MatMul over batch tokens with the gemm tiles on or
+// off and reports (and returns) GFLOP per CPU-second.
+func benchMatMulGemm(b *testing.B, p *Pool, m *Matrix, x, out []float32, batch int, on bool) float64 {
+	defer func(v bool) { gemmEnabled = v }(gemmEnabled)
+	gemmEnabled = on
+	start := cpuTime()
+	for b.Loop() {
+		p.MatMul(out, m, x, batch)
+	}
+	d := cpuTime() - start
+	if d <= 0 {
+		return 0
+	}
+	perCPU := 2 * float64(m.Rows*m.Cols*batch) * float64(b.N) / d.Seconds()
+	b.ReportMetric(perCPU/1e9, "GFLOP/cpu-s")
+	return perCPU
 }

@@ -26,7 +26,7 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 	p.mu.Lock()
 	p.mm = mmJob{out: out, m: m, a: a, kern: kern, chunk: chunk}
 	if n <= maxRanged && rangedMatMul {
-		p.publishRanged(n, p.mmFn)
+		p.publish(n, p.mmFn, true)
 	} else {
 		p.parallelLocked(n, p.mmFn)
 	}

@@ -73,7 +73,7 @@ func TestPoolRangedJobsRunEveryItemOnce(t *testing.T) {
 				p.Parallel(n, fn)
 			} else {
 				p.mu.Lock()
-				p.publishRanged(n, fn)
+				p.publish(n, fn, true)
 				p.mu.Unlock()
 			}
 			for i := range hits {
