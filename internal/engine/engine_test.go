@@ -70,6 +70,68 @@ func newEngine(t testing.TB, cfg Config, tokens, pageSize int) *Engine {
 	return e
 }
 
+// gatedForwarder runs the first forward step freely and every later one
+// only when the test lets it (Step, or Free for all that follow), so a test
+// can look at a live request without racing the engine to the request's end.
+type gatedForwarder struct {
+	m     *model.Model
+	steps chan struct{}
+	once  sync.Once
+	ran   bool // touched only by the engine's loop goroutine
+}
+
+func (g *gatedForwarder) Forward(kv model.KVStore, seqs []model.Seq) ([][]float32, error) {
+	if g.ran {
+		<-g.steps
+	}
+	g.ran = true
+	return g.m.Forward(kv, seqs)
+}
+
+// Step lets one forward step run; it returns once the engine has begun it.
+func (g *gatedForwarder) Step() { g.steps <- struct{}{} }
+
+// Free lets every later step run.
+func (g *gatedForwarder) Free() { g.once.Do(func() { close(g.steps) }) }
+
+// waitCancelPosted waits, while the gate holds the engine's loop, until
+// context.AfterFunc's goroutine has posted a cancellation to the mailbox.
+func waitCancelPosted(t *testing.T, e *Engine) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.mu.Lock()
+		n := len(e.mailbox)
+		e.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancellation never reached the mailbox")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// newGatedEngine is newEngine over a gatedForwarder.
+func newGatedEngine(t *testing.T, tokens, pageSize int) (*Engine, *gatedForwarder) {
+	t.Helper()
+	m := tiny(t)
+	g := &gatedForwarder{m: m, steps: make(chan struct{})}
+	e, err := New(Config{MaxContext: 256, VocabSize: m.Config.Vocab}, g, newPool(t, m, tokens, pageSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		g.Free()
+		e.Close()
+		if err := e.Pool().CheckDrained(); err != nil {
+			t.Errorf("after close: %v", err)
+		}
+	})
+	return e, g
+}
+
 // result is everything a request produced.
 type result struct {
 	tokens   []int32
@@ -292,7 +354,7 @@ func TestPoolSmallerThanContextRefusesToStart(t *testing.T) {
 }
 
 func TestCancelAbortsAndFreesPages(t *testing.T) {
-	e := newEngine(t, Config{}, 1024, 16)
+	e, gate := newGatedEngine(t, 1024, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := e.Submit(ctx, Request{Prompt: randPrompt(rand.New(rand.NewPCG(5, 6)), 50), MaxTokens: 200, IgnoreEOS: true})
 	if err != nil {
@@ -300,6 +362,8 @@ func TestCancelAbortsAndFreesPages(t *testing.T) {
 	}
 	<-ch // at least one token: the request holds pages now
 	cancel()
+	waitCancelPosted(t, e)
+	gate.Free() // the gate held it live until the cancel was posted: it cannot have finished
 	r := collect(ch)
 	if !errors.Is(r.err, ErrAborted) {
 		t.Fatalf("after cancel: err %v finish %+v", r.err, r.finish)

@@ -11,21 +11,27 @@ import (
 )
 
 func TestStatusListsLiveRequestsAndRecordsAbortsWithReason(t *testing.T) {
-	e := newEngine(t, Config{}, 512, 16)
+	e, gate := newGatedEngine(t, 512, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := e.Submit(ctx, Request{ID: "a", Tenant: "alice", Prompt: []int32{1, 2, 3}, MaxTokens: 200, IgnoreEOS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-ch // one token: the request is live and owns pages
-	st, err := e.Status(context.Background())
-	if err != nil {
+	// The engine waits at the gate before its second step, so post the
+	// status query first: the loop answers it before the step after.
+	stc := make(chan Status, 1)
+	if err := e.postMail(mail{status: stc}); err != nil {
 		t.Fatal(err)
 	}
+	gate.Step()
+	st := <-stc
 	if len(st.Requests) != 1 || st.Requests[0].Tenant != "alice" || st.Requests[0].Owner == 0 || st.Requests[0].Pages == 0 {
 		t.Fatalf("live requests: %+v", st.Requests)
 	}
 	cancel()
+	waitCancelPosted(t, e)
+	gate.Free()
 	if r := collect(ch); !errors.Is(r.err, ErrAborted) {
 		t.Fatalf("cancelled request ended with %v", r.err)
 	}
