@@ -166,54 +166,59 @@ DOT2X4(·f32Dot2x4, LOADF32, 32)
 // func bf16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
 DOT2X4(·bf16Dot2x4, LOADBF16, 16)
 
-// Four rows (w + r*wstride bytes) × one token: four independent
-// accumulator chains, so decode is not bound by the latency of one chain
-// of fused multiply-adds; out[r] gets row r's result.
-#define DOT4X1(NAME, LOAD, WSTEP) \
-TEXT NAME(SB), NOSPLIT, $0-40 \
-	MOVQ   w+0(FP), SI                \
-	MOVQ   wstride+8(FP), R10         \
+// Rows i and i+rows/2 (rows even, w + r*wstride bytes) × one token, the
+// loop over rows in assembly: two accumulator chains, so decode is not
+// bound by the latency of one chain of fused multiply-adds, over two long
+// forward streams of weights, which the hardware prefetchers follow (four
+// adjacent rows at once, four short interleaved streams, streamed ~20%
+// slower on Zen 4); out[i] gets row i's result.
+#define DOTHALVES(NAME, LOAD, WSTEP) \
+TEXT NAME(SB), NOSPLIT, $0-48 \
+	MOVQ   w+0(FP), DI                \
+	MOVQ   wstride+8(FP), R9          \
+	MOVQ   rows+32(FP), BX            \
+	MOVQ   out+40(FP), R13            \
+	SHRQ   $1, BX                     \
+	JZ     done                       \
+	MOVQ   BX, R10                    \
+	MOVQ   BX, R11                    \
+	IMULQ  R9, R11                    \
+row:                                  \
+	MOVQ   DI, SI                     \
 	MOVQ   x+16(FP), R8               \
 	MOVQ   n+24(FP), CX               \
-	MOVQ   out+32(FP), DI             \
-	LEAQ   (R10)(R10*2), R11          \
-	VXORPS Y8, Y8, Y8                 \
-	VXORPS Y9, Y9, Y9                 \
-	VXORPS Y10, Y10, Y10              \
-	VXORPS Y11, Y11, Y11              \
 	SHRQ   $3, CX                     \
-	JZ     done                       \
-loop:                                 \
-	VMOVUPS (R8), Y2                  \
-	LOAD((SI), Y0)                    \
-	LOAD((SI)(R10*1), Y1)             \
-	LOAD((SI)(R10*2), Y3)             \
-	LOAD((SI)(R11*1), Y4)             \
-	VFMADD231PS Y2, Y0, Y8            \
-	VFMADD231PS Y2, Y1, Y9            \
-	VFMADD231PS Y2, Y3, Y10           \
-	VFMADD231PS Y2, Y4, Y11           \
+	VXORPS Y0, Y0, Y0                 \
+	VXORPS Y1, Y1, Y1                 \
+	JZ     store                      \
+col:                                  \
+	VMOVUPS (R8), Y8                  \
+	LOAD((SI), Y2)                    \
+	LOAD((SI)(R11*1), Y3)             \
+	VFMADD231PS Y8, Y2, Y0            \
+	VFMADD231PS Y8, Y3, Y1            \
 	ADDQ   $WSTEP, SI                 \
 	ADDQ   $32, R8                    \
 	DECQ   CX                         \
-	JNZ    loop                       \
+	JNZ    col                        \
+store:                                \
+	HSUM8(Y0, X0, X6)                 \
+	HSUM8(Y1, X1, X6)                 \
+	MOVSS  X0, (R13)                  \
+	MOVSS  X1, (R13)(R10*4)           \
+	ADDQ   $4, R13                    \
+	ADDQ   R9, DI                     \
+	DECQ   BX                         \
+	JNZ    row                        \
 done:                                 \
-	HSUM8(Y8, X8, X0)                 \
-	HSUM8(Y9, X9, X0)                 \
-	HSUM8(Y10, X10, X0)               \
-	HSUM8(Y11, X11, X0)               \
-	MOVSS  X8, (DI)                   \
-	MOVSS  X9, 4(DI)                  \
-	MOVSS  X10, 8(DI)                 \
-	MOVSS  X11, 12(DI)                \
 	VZEROUPPER                        \
 	RET
 
-// func f16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
-DOT4X1(·f16Dot4x1, LOADF16, 16)
+// func f16DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
+DOTHALVES(·f16DotHalves, LOADF16, 16)
 
-// func f32Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
-DOT4X1(·f32Dot4x1, LOADF32, 32)
+// func f32DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
+DOTHALVES(·f32DotHalves, LOADF32, 32)
 
-// func bf16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
-DOT4X1(·bf16Dot4x1, LOADBF16, 16)
+// func bf16DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
+DOTHALVES(·bf16DotHalves, LOADBF16, 16)

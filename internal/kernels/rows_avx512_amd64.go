@@ -26,9 +26,6 @@ func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs 
 //go:noescape
 func q4kRows4Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, outStride int)
 
-//go:noescape
-func f16RowsZ(w *byte, wstride int, x *float32, n, rows int, out *float32)
-
 // has512 reports whether the CPU (and OS, which must save the 512-bit
 // state) supports the instructions of rows_avx512_amd64.s.
 func has512() bool {
@@ -54,8 +51,6 @@ func rowsFast512(t gguf.Type, cols int) rowKernel {
 		return rowsQ8Z
 	case gguf.Q4_K:
 		return rowsKZ
-	case gguf.F16:
-		return rowsF16Z
 	}
 	// Q6_K stays on AVX2's q6kRows, which folds the offset into the
 	// integer lanes in dotKRef's order (ggml's, issue 15).
@@ -116,49 +111,5 @@ func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		o := &out[t*m.Rows+r0]
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
 		q4kRowsZ(o, w, rb, r1-r0, xq, xd, bs, nsb)
-	}
-}
-
-// rowsF16Z computes F16 rows [r0,r1): tokens filling tiles of four through
-// rowsFloat's tiles, the others one at a time, eight rows per f16RowsZ
-// call, the leftover rows through the AVX2 4×1 and 1×1 kernels, then the
-// columns past a multiple of eight as dotFloatRef adds them.
-func rowsF16Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
-	full := a.batch &^ (tile - 1)
-	if full > 0 {
-		sub := *a
-		sub.batch = full
-		rowsFloat(out, m, &sub, r0, r1)
-	}
-	n8 := a.cols &^ 7
-	rb := m.rowBytes()
-	var res [4]float32
-	for b := full; b < a.batch; b++ {
-		x := &a.x[b*a.cols]
-		o := out[b*m.Rows : (b+1)*m.Rows]
-		r := r0
-		if n8 > 0 {
-			if k := (r1 - r0) &^ 7; k > 0 {
-				f16RowsZ(&m.Data[r*rb], rb, x, n8, k, &o[r])
-				r += k
-			}
-			for ; r+4 <= r1; r += 4 {
-				f16Dot4x1(&m.Data[r*rb], rb, x, n8, &res[0])
-				copy(o[r:r+4], res[:])
-			}
-		}
-		for ; r < r1; r++ {
-			o[r] = f16Dot1(&m.Data[r*rb], x, n8)
-		}
-		if n8 != a.cols {
-			xs := a.x[b*a.cols : (b+1)*a.cols]
-			for r := r0; r < r1; r++ {
-				w, s := m.row(r), o[r]
-				for i := n8; i < a.cols; i++ {
-					s = fma32(weightAt(m.Type, w, i), xs[i], s)
-				}
-				o[r] = s
-			}
-		}
 	}
 }

@@ -10,11 +10,11 @@
 // int16 pairs × int16 into int32), so results are bit-equal to the
 // reference and to AVX2.
 //
-//   - q8RowsZ: 256-bit, two rows at a time (two FMA chains), VPDPBUSD for
-//     the block's integer lanes.
-//   - q40RowsZ: two rows at a time and two 32-value blocks per 512-bit
-//     integer step; the eight-lane float FMAs of the two blocks stay one
-//     after the other.
+//   - q8RowsZ: 256-bit, one row after another, VPDPBUSD for the block's
+//     integer lanes.
+//   - q40RowsZ: rows i and i+rows/2 together (two FMA chains on two long
+//     streams), two 32-value blocks per 512-bit integer step; the
+//     eight-lane float FMAs of the two blocks stay one after the other.
 //   - q4kRowsZ: 256-bit, scales decoded with vector shifts and applied by
 //     VPDPWSSD with an embedded broadcast (a load, not a shuffle).
 //
@@ -23,8 +23,16 @@
 //
 // 256-bit code where it is as short: CPUs that run 512-bit work on two
 // fused 256-bit ports lose the third vector port while any is in flight.
-//   - f16RowsZ: eight rows, two per 512-bit register (row r in lanes 0..7,
-//     row r+1 in 8..15), so each row keeps its own eight lanes in order.
+// F16 has no kernel here: AVX2's two-stream f16DotHalves streams as fast.
+//
+// Why so few rows at once: each row in flight is a weight stream, and on
+// Zen 4 (the 2-vCPU host of issue 12) the hardware prefetchers keep up with
+// one or two long streams per core but not with more, nor with two
+// interleaved rows next to each other. Measured on the 1B-shape decode
+// (bench kernels, same-run avx2 set as the yardstick): Q8_0 two adjacent
+// rows 19.6 tok/s, two halves 22.6, one row 27.9 (avx2 27.9); F16 eight
+// rows 9.6, four quarters 11.3, two halves 12.6–13.4 (avx2's four
+// adjacent rows 10.1–11.1).
 
 // PFD is how far ahead (bytes) the row kernels prefetch their weights:
 // measured on the 1B-shape streams (BenchmarkDecodeRows, one thread),
@@ -167,11 +175,15 @@ TEXT NAME(SB), NOSPLIT, $0-56 \
 	MOVL  $0x08080808, AX        \
 	VPBROADCASTD AX, Z28         \
 	VPXORD Z31, Z31, Z31         \
+	MOVQ  BX, R10                \
+	SHRQ  $1, R10                \
+	JZ    single                 \
+	MOVQ  R10, R11               \
+	IMULQ R9, R11                \
+	MOVQ  R10, R12               \
 pair:                            \
-	CMPQ  BX, $2                 \
-	JLT   single                 \
 	MOVQ  DI, SI                 \
-	LEAQ  (DI)(R9*1), R14        \
+	LEAQ  (DI)(R11*1), R14       \
 	MOVQ  xq+24(FP), R8          \
 	MOVQ  xd+32(FP), DX          \
 	MOVQ  nb+40(FP), CX          \
@@ -201,11 +213,14 @@ pairdone:                        \
 	HSUM8(Y8, X8, X0)            \
 	HSUM8(Y9, X9, X0)            \
 	MOVSS X8, (R13)              \
-	MOVSS X9, 4(R13)             \
-	ADDQ  $8, R13                \
-	LEAQ  (DI)(R9*2), DI         \
-	SUBQ  $2, BX                 \
-	JMP   pair                   \
+	MOVSS X9, (R13)(R10*4)       \
+	ADDQ  $4, R13                \
+	ADDQ  R9, DI                 \
+	DECQ  R12                    \
+	JNZ   pair                   \
+	LEAQ  (DI)(R11*1), DI        \
+	LEAQ  (R13)(R10*4), R13      \
+	ANDQ  $1, BX                 \
 single:                          \
 	TESTQ BX, BX                 \
 	JZ    done                   \
@@ -253,56 +268,27 @@ done:                            \
 	VFMADD231PS  Y0, T2, ACC
 
 // func q8RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
-// 256-bit only (see q4kRowsZ), two rows per pass so two FMA chains run.
+// 256-bit only (see q4kRowsZ), one row after another: the weights are one
+// forward stream. Two rows at once (two FMA chains) ran faster from cache
+// but halved the streaming rate on Zen 4, whose prefetchers lose two
+// interleaved streams (1B-shape decode 19.6 → 27.9 tok/s on one row).
 TEXT ·q8RowsZ(SB), NOSPLIT, $0-56
 	MOVQ  w+0(FP), DI
 	MOVQ  rowBytes+8(FP), R9
 	MOVQ  rows+16(FP), BX
 	MOVQ  out+48(FP), R13
-
-q8pair:
-	CMPQ  BX, $2
-	JLT   q8single
-	MOVQ  DI, SI
-	LEAQ  (DI)(R9*1), R14
-	MOVQ  xq+24(FP), R8
-	MOVQ  xd+32(FP), DX
-	MOVQ  nb+40(FP), CX
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-
-q8pblk:
-	PREFETCHT0 PFD(SI)
-	PREFETCHT0 PFD(R14)
-	VMOVDQU      (R8), Y12
-	VBROADCASTSS (DX), Y14
-	Q8ROW(SI, Y8, Y1, Y2, Y3)
-	Q8ROW(R14, Y9, Y4, Y5, Y6)
-	ADDQ  $34, SI
-	ADDQ  $34, R14
-	ADDQ  $32, R8
-	ADDQ  $4, DX
-	DECQ  CX
-	JNZ   q8pblk
-	HSUM8(Y8, X8, X0)
-	HSUM8(Y9, X9, X0)
-	MOVSS X8, (R13)
-	MOVSS X9, 4(R13)
-	ADDQ  $8, R13
-	LEAQ  (DI)(R9*2), DI
-	SUBQ  $2, BX
-	JMP   q8pair
-
-q8single:
 	TESTQ BX, BX
 	JZ    q8done
+
+q8row:
 	MOVQ  DI, SI
 	MOVQ  xq+24(FP), R8
 	MOVQ  xd+32(FP), DX
 	MOVQ  nb+40(FP), CX
 	VXORPS Y8, Y8, Y8
 
-q8sblk:
+q8blk:
+	PREFETCHT0 PFD(SI)
 	VMOVDQU      (R8), Y12
 	VBROADCASTSS (DX), Y14
 	Q8ROW(SI, Y8, Y1, Y2, Y3)
@@ -310,9 +296,13 @@ q8sblk:
 	ADDQ  $32, R8
 	ADDQ  $4, DX
 	DECQ  CX
-	JNZ   q8sblk
+	JNZ   q8blk
 	HSUM8(Y8, X8, X0)
 	MOVSS X8, (R13)
+	ADDQ  $4, R13
+	ADDQ  R9, DI
+	DECQ  BX
+	JNZ   q8row
 
 q8done:
 	VZEROUPPER
@@ -420,75 +410,6 @@ sb:
 	ADDQ   rowBytes+16(FP), R10
 	DECQ   R11
 	JNZ    row
-	VZEROUPPER
-	RET
-
-// F16PAIR(A, B, ACC): rows at A and B, eight columns each, into the two
-// halves of ACC against the eight activations in both halves of Z8.
-#define F16PAIR(A, B, ACC) \
-	VMOVDQU     A, X9            \
-	VINSERTI128 $1, B, Y9, Y9    \
-	VCVTPH2PS   Y9, Z9           \
-	VFMADD231PS Z8, Z9, ACC
-
-// FCOL(WOFF, XOFF): eight columns of the eight rows (weights at WOFF past
-// SI/R12, activations at XOFF past R8).
-#define FCOL(WOFF, XOFF) \
-	VBROADCASTF64X4 XOFF(R8), Z8                   \
-	F16PAIR(WOFF(SI), WOFF(SI)(R9*1), Z0)          \
-	F16PAIR(WOFF(SI)(R9*2), WOFF(SI)(R11*1), Z1)   \
-	F16PAIR(WOFF(R12), WOFF(R12)(R9*1), Z2)        \
-	F16PAIR(WOFF(R12)(R9*2), WOFF(R12)(R11*1), Z3)
-
-// HSUMZ(Z, Y, X, OFF): the halves of Z as two rows' results at OFF(R13).
-#define HSUMZ(Z, Y, X, OFF) \
-	VEXTRACTF64X4 $1, Z, Y7 \
-	HSUM8(Y, X, X6)         \
-	HSUM8(Y7, X7, X6)       \
-	MOVSS X, OFF(R13)       \
-	MOVSS X7, OFF+4(R13)
-
-// func f16RowsZ(w *byte, wstride int, x *float32, n, rows int, out *float32)
-// rows (a multiple of 8) F16 rows against one token of n (a multiple of
-// 8, > 0) columns: out[i] is row i's dotFloatRef before the column tail.
-TEXT ·f16RowsZ(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), DI
-	MOVQ wstride+8(FP), R9
-	MOVQ rows+32(FP), BX
-	MOVQ out+40(FP), R13
-	LEAQ (R9)(R9*2), R11
-	SHRQ $3, BX
-	JZ   fdone
-
-frow:
-	MOVQ DI, SI
-	LEAQ (DI)(R9*4), R12
-	MOVQ x+16(FP), R8
-	MOVQ n+24(FP), CX
-	SHRQ $3, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-
-fcol:
-	FCOL(0, 0)
-	ADDQ $16, SI
-	ADDQ $16, R12
-	ADDQ $32, R8
-	DECQ CX
-	JNZ  fcol
-
-	HSUMZ(Z0, Y0, X0, 0)
-	HSUMZ(Z1, Y1, X1, 8)
-	HSUMZ(Z2, Y2, X2, 16)
-	HSUMZ(Z3, Y3, X3, 24)
-	ADDQ $32, R13
-	LEAQ (DI)(R9*8), DI
-	DECQ BX
-	JNZ  frow
-
-fdone:
 	VZEROUPPER
 	RET
 

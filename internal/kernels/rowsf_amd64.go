@@ -32,13 +32,13 @@ func bf16Dot4(w *byte, x *float32, n, xstride int, out *float32)
 func bf16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
 
 //go:noescape
-func f16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+func f16DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
 
 //go:noescape
-func f32Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+func f32DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
 
 //go:noescape
-func bf16Dot4x1(w *byte, wstride int, x *float32, n int, out *float32)
+func bf16DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
 
 // The kernels are called directly (not through function values) so that
 // escape analysis keeps the result arrays on the stack.
@@ -64,14 +64,14 @@ func fTile4(t gguf.Type, w *byte, x *float32, n, xstride int, out *float32) {
 	}
 }
 
-func fTile4x1(t gguf.Type, w *byte, wstride int, x *float32, n int, out *float32) {
+func fHalves(t gguf.Type, w *byte, wstride int, x *float32, n, rows int, out *float32) {
 	switch t {
 	case gguf.F16:
-		f16Dot4x1(w, wstride, x, n, out)
+		f16DotHalves(w, wstride, x, n, rows, out)
 	case gguf.BF16:
-		bf16Dot4x1(w, wstride, x, n, out)
+		bf16DotHalves(w, wstride, x, n, rows, out)
 	default:
-		f32Dot4x1(w, wstride, x, n, out)
+		f32DotHalves(w, wstride, x, n, rows, out)
 	}
 }
 
@@ -127,10 +127,11 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	for ; b < a.batch; b++ {
 		x := &a.x[b*a.cols]
 		r := r0
-		for ; r+4 <= r1 && n8 > 0; r += 4 {
-			fTile4x1(m.Type, &m.Data[r*rb], rb, x, n8, &res[0])
-			for k := 0; k < 4; k++ {
-				put(r+k, b, res[k])
+		if k := (r1 - r0) &^ 1; k > 0 && n8 > 0 {
+			o := out[b*m.Rows : (b+1)*m.Rows]
+			fHalves(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
+			for ; r < r0+k; r++ {
+				put(r, b, o[r])
 			}
 		}
 		for ; r < r1; r++ {
