@@ -70,11 +70,13 @@ type kernelsResult struct {
 	*yardsticks
 	DecodeReadFraction float64 `json:"decode_fraction_of_read_probe,omitempty"`
 	// The same per CPU-second (all threads) of decode and of the probe.
-	DecodeGBPerCPUs       float64      `json:"decode_weight_gb_per_cpu_s"`
-	DecodeReadCPUFraction float64      `json:"decode_fraction_of_read_probe_per_cpu_s,omitempty"`
-	PrefillGFlops         float64      `json:"prefill_matmul_gflop_per_s"`
-	PrefillFMAFraction    float64      `json:"prefill_fraction_of_fma_probe,omitempty"`
-	Compare               []comparison `json:"compare,omitempty"`
+	DecodeGBPerCPUs       float64 `json:"decode_weight_gb_per_cpu_s"`
+	DecodeReadCPUFraction float64 `json:"decode_fraction_of_read_probe_per_cpu_s,omitempty"`
+	// Decode over the plain read of the weights' own pages.
+	DecodeWeightsReadFraction float64      `json:"decode_fraction_of_weights_read_probe,omitempty"`
+	PrefillGFlops             float64      `json:"prefill_matmul_gflop_per_s"`
+	PrefillFMAFraction        float64      `json:"prefill_fraction_of_fma_probe,omitempty"`
+	Compare                   []comparison `json:"compare,omitempty"`
 }
 
 // processCPU is the user and system CPU time this process has used.
@@ -157,6 +159,11 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var wp *weightsProbe
+	if !*noProbe {
+		wp = newWeightsProbe(m.Threads(), lm.File.DataSection())
+		defer wp.close()
+	}
 	var prefill, decode, prefillCPU, decodeCPU time.Duration
 	rep := progress.New(stderr, "bench", int64(*reps*(*promptLen+*genLen)), "tokens")
 	for r := 0; r < *reps; r++ {
@@ -178,6 +185,14 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			rep.Add(1)
+			// A pass after every probeEvery steps, and after the last
+			// step of a run too short for one.
+			if wp != nil && (i%probeEvery == probeEvery-1 || i == *genLen-1 && wp.secs == 0) {
+				decode += time.Since(start)
+				decodeCPU += processCPU() - cpu
+				wp.pass()
+				start, cpu = time.Now(), processCPU()
+			}
 		}
 		decode += time.Since(start)
 		decodeCPU += processCPU() - cpu
@@ -200,7 +215,11 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 	res.PrefillGFlops = matmulFlopsPerToken(&m.Config) * res.PrefillTokensPerS / 1e9
 	if !*noProbe {
 		y := measureYardsticks(m.Threads(), probeBytes(m.WeightBytes(), *probeMB))
+		y.WeightsReadGBPerS = wp.gbPerS()
 		res.yardsticks = &y
+		if y.WeightsReadGBPerS > 0 {
+			res.DecodeWeightsReadFraction = res.DecodeGBPerS / y.WeightsReadGBPerS
+		}
 		if y.ReadGBPerS > 0 {
 			res.DecodeReadFraction = res.DecodeGBPerS / y.ReadGBPerS
 		}
@@ -232,6 +251,10 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "probe read   %.2f GB/s: decode streams weights at %.2f of it\n", y.ReadGBPerS, res.DecodeReadFraction)
 		fmt.Fprintf(stdout, "per cpu-s    probe %.2f GB, decode %.2f GB: %.2f of it (steadier on a shared machine)\n",
 			y.ReadGBPerCPUs, res.DecodeGBPerCPUs, res.DecodeReadCPUFraction)
+		if y.WeightsReadGBPerS > 0 {
+			fmt.Fprintf(stdout, "probe weights %.2f GB/s, the same read over the weights' own pages between decode steps: decode at %.2f of it\n",
+				y.WeightsReadGBPerS, res.DecodeWeightsReadFraction)
+		}
 		fmt.Fprintf(stdout, "probe fma    %.1f GFLOP/s: prefill runs at %.2f of it\n", y.FMAGFlops, res.PrefillFMAFraction)
 	}
 	for _, c := range res.Compare {

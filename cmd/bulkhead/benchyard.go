@@ -22,7 +22,47 @@ type yardsticks struct {
 	// everyone else's load, this much less (decode's counterpart is
 	// DecodeGBPerCPUs).
 	ReadGBPerCPUs float64 `json:"probe_read_gb_per_cpu_s"`
+	// WeightsReadGBPerS is the same plain read over the model's own weight
+	// pages, one pass after every probeEvery decode steps, so that it sees
+	// the memory decode sees when decode sees it. Shared hosts change
+	// speed under a run: the Zen 4 host of issue 12 read at 50–62 GB/s for
+	// about four seconds after an idle spell, then at 28–35, so a probe
+	// taken before or after decode may time another machine.
+	WeightsReadGBPerS float64 `json:"probe_weights_read_gb_per_s,omitempty"`
 }
+
+// probeEvery is how many decode steps run between weights-read passes.
+const probeEvery = 8
+
+// weightsProbe times plain read passes over the model's weights between
+// decode steps (the passes are left out of decode's time).
+type weightsProbe struct {
+	pool    *kernels.Pool
+	weights []byte
+	bytes   float64
+	secs    float64
+}
+
+func newWeightsProbe(threads int, weights []byte) *weightsProbe {
+	return &weightsProbe{pool: kernels.NewPool(threads), weights: weights}
+}
+
+func (w *weightsProbe) pass() {
+	if bw := kernels.ReadMappedBandwidth(w.pool, w.weights, 1); bw > 0 {
+		w.bytes += float64(len(w.weights))
+		w.secs += float64(len(w.weights)) / bw
+	}
+}
+
+// gbPerS is the mean rate of the passes so far (0 before any).
+func (w *weightsProbe) gbPerS() float64 {
+	if w.secs == 0 {
+		return 0
+	}
+	return w.bytes / w.secs / 1e9
+}
+
+func (w *weightsProbe) close() { w.pool.Close() }
 
 // measureYardsticks streams a buffer of size bytes (far past any
 // last-level cache) and spins the FMA units, on every thread of a pool the

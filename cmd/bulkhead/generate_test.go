@@ -126,7 +126,8 @@ func TestMkmodelWritesALoadableModel(t *testing.T) {
 	}
 	num := func(k string) float64 { f, _ := res[k].(float64); return f }
 	if !(num("prefill_tokens_per_s") > 0 && num("decode_tokens_per_s") > 0 && num("probe_read_gb_per_s") > 0 && num("probe_fma_gflop_per_s") > 0 &&
-		num("probe_read_gb_per_cpu_s") > 0 && num("decode_fraction_of_read_probe_per_cpu_s") > 0) {
+		num("probe_read_gb_per_cpu_s") > 0 && num("decode_fraction_of_read_probe_per_cpu_s") > 0 &&
+		num("probe_weights_read_gb_per_s") > 0 && num("decode_fraction_of_weights_read_probe") > 0) {
 		t.Errorf("bench result %v", res)
 	}
 	if k, _ := res["kernels"].(string); k == "" {
@@ -144,6 +145,9 @@ func TestMkmodelWritesALoadableModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	num3 := func(k string) float64 { f, _ := res3[k].(float64); return f }
+	if _, ok := res3["probe_weights_read_gb_per_s"]; ok {
+		t.Errorf("--no-probe still read the weights between steps: %v", res3)
+	}
 	per1 := num("decode_tokens_per_s") / num("decode_weight_gb_per_s")
 	per3 := num3("decode_tokens_per_s") / num3("decode_weight_gb_per_s")
 	if num3("decode_seqs") != 3 || math.Abs(per3/per1-3) > 1e-9 {
@@ -230,5 +234,42 @@ func TestMkmodelWritesEveryWeightType(t *testing.T) {
 				t.Fatalf("generate exit %d: %s", code, stderr.String())
 			}
 		})
+	}
+}
+
+// TestMkmodelWritesTheQ4KMMix checks --type q4_k_m against llama.cpp's
+// recipe on tiny256 (two layers, untied): output.weight and the last
+// layer's attn_v and ffn_down are Q6_K, everything else Q4_K; the file
+// generates.
+func TestMkmodelWritesTheQ4KMMix(t *testing.T) {
+	vocab := sharedFile(t, "zoo/stories260K-F16.gguf")
+	out := filepath.Join(t.TempDir(), "q4km.gguf")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"mkmodel", "--shape", "tiny256", "--type", "q4_k_m", "--vocab", vocab, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("mkmodel exit %d: %s", code, stderr.String())
+	}
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	q6 := map[string]bool{"output.weight": true, "blk.1.attn_v.weight": true, "blk.1.ffn_down.weight": true}
+	for _, ti := range f.Tensors {
+		if len(ti.Dims) != 2 {
+			continue
+		}
+		want := gguf.Q4_K
+		if q6[ti.Name] {
+			want = gguf.Q6_K
+		}
+		if ti.Type != want {
+			t.Errorf("%s is %s, want %s", ti.Name, ti.Type, want)
+		}
+	}
+	if ft, _ := f.Int("general.file_type"); ft != 15 {
+		t.Errorf("general.file_type %d, want 15 (MOSTLY_Q4_K_M)", ft)
+	}
+	if code := run([]string{"generate", "--model", out, "--prompt", "Hello", "--max-tokens", "3", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("generate exit %d: %s", code, stderr.String())
 	}
 }

@@ -24,7 +24,8 @@ var weightTypes = map[string]gguf.Type{
 func runMkmodel(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("mkmodel", "--shape NAME --type TYPE --vocab FILE --out FILE [--seed N]", stderr)
 	shapeName := fs.String("shape", "tiny", "model shape: "+copyShape+" (the built-in copy model, for auditing any server), "+strings.Join(sortedKeys(model.Shapes), ", "))
-	typeName := fs.String("type", "f16", "weight type: "+strings.Join(sortedKeys(weightTypes), ", "))
+	typeName := fs.String("type", "f16", "weight type: "+strings.Join(sortedKeys(weightTypes), ", ")+
+		", or a mix: "+strings.Join(sortedKeys(model.Mixes), ", "))
 	vocabPath := fs.String("vocab", "", "GGUF file whose tokenizer.* metadata is copied (required)")
 	out := fs.String("out", "", "output GGUF path (required); written to a temporary name, then renamed")
 	seed := fs.Uint64("seed", 1, "PRNG seed of the weights")
@@ -42,9 +43,13 @@ func runMkmodel(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return invalidUsage(fmt.Errorf("--shape %q: want one of %s", *shapeName, strings.Join(sortedKeys(model.Shapes), ", ")))
 	}
-	typ, ok := weightTypes[*typeName]
+	mix, ok := model.Mixes[*typeName]
+	if typ, one := weightTypes[*typeName]; one {
+		mix, ok = model.Uniform(typ), true
+	}
 	if !ok {
-		return invalidUsage(fmt.Errorf("--type %q: want one of %s", *typeName, strings.Join(sortedKeys(weightTypes), ", ")))
+		return invalidUsage(fmt.Errorf("--type %q: want one of %s, or a mix: %s", *typeName,
+			strings.Join(sortedKeys(weightTypes), ", "), strings.Join(sortedKeys(model.Mixes), ", ")))
 	}
 	if *vocabPath == "" || *out == "" {
 		return invalidUsage(errors.New("--vocab FILE and --out FILE are required"))
@@ -65,8 +70,8 @@ func runMkmodel(args []string, stdout, stderr io.Writer) error {
 	sh.Vocab = len(tokens)
 	w := gguf.NewWriter()
 	rep := progress.New(stderr, "mkmodel", 0, "")
-	rep.Step("writing %s: shape %s, %s weights, vocab %d, seed %d", *out, sh.Name, typ, sh.Vocab, *seed)
-	if err := model.WriteRandom(w, sh, typ, *seed, func(msg string) { rep.Step("%s", msg) }); err != nil {
+	rep.Step("writing %s: shape %s, %s weights, vocab %d, seed %d", *out, sh.Name, mix.Name, sh.Vocab, *seed)
+	if err := model.WriteRandomMix(w, sh, mix, *seed, func(msg string) { rep.Step("%s", msg) }); err != nil {
 		return err
 	}
 	n := 0

@@ -235,6 +235,12 @@ func (f *File) TensorData(t *TensorInfo) []byte {
 	return f.data[start : start+t.Size : start+t.Size]
 }
 
+// DataSection returns every tensor's bytes as mapped: the file from
+// DataStart on (a slice of the file, not a copy; read only).
+func (f *File) DataSection() []byte {
+	return f.data[f.DataStart:len(f.data):len(f.data)]
+}
+
 // Digest is the hex SHA-256 of the whole file: metadata and tensor data.
 // Workers compare it to be sure they run the same model.
 func (f *File) Digest() string {

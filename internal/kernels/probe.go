@@ -16,13 +16,20 @@ var probeSink atomic.Uint64
 // its share of buf (which should be much larger than the last-level
 // cache), in bytes per second.
 func ReadBandwidth(p *Pool, buf []byte, reps int) float64 {
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = byte(i >> 12) // fault every page in before timing
+	}
+	return ReadMappedBandwidth(p, buf, reps)
+}
+
+// ReadMappedBandwidth is ReadBandwidth without writing to buf, for memory
+// that is backed already and may be read-only (a file's mapping, such as a
+// model's weights): the rate of reading those very pages.
+func ReadMappedBandwidth(p *Pool, buf []byte, reps int) float64 {
 	n := p.Threads()
 	share := len(buf) / n &^ 255
 	if share == 0 {
 		return 0
-	}
-	for i := 0; i < len(buf); i += 4096 {
-		buf[i] = byte(i >> 12) // fault every page in before timing
 	}
 	best := 0.0
 	for r := 0; r < max(1, reps); r++ {

@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 	"github.com/bulkhead-llm/bulkhead/internal/kernels"
@@ -39,12 +41,52 @@ var Shapes = map[string]Shape{
 		Context: 512, RopeBase: 10000, NormEps: 1e-5},
 }
 
+// A Mix chooses each weight matrix's type, as llama.cpp's quantizer does for
+// its mixed file types, where the tensors a model is most sensitive to get
+// more bits.
+type Mix struct {
+	Name     string
+	FileType uint32 // general.file_type
+	// Type is the type of matrix role ("attn_v", "ffn_down", "token_embd",
+	// "output", …) in layer i of n (i is -1 outside the layers); tied
+	// reports that token_embd is also the output matrix.
+	Type func(role string, i, n int, tied bool) gguf.Type
+}
+
+// Uniform is the mix of one type for every matrix.
+func Uniform(t gguf.Type) Mix {
+	return Mix{Name: t.String(), FileType: uint32(t), Type: func(string, int, int, bool) gguf.Type { return t }}
+}
+
+// Q4KM is llama.cpp's Q4_K_M recipe, what most people download: Q4_K
+// everywhere but Q6_K for the output matrix (token_embd when tied) and for
+// attn_v and ffn_down in the first and last eighth of the layers and every
+// third layer between (llama_tensor_get_type's use_more_bits).
+var Q4KM = Mix{Name: "Q4_K_M", FileType: 15, Type: func(role string, i, n int, tied bool) gguf.Type {
+	moreBits := i >= 0 && (i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2)
+	switch {
+	case role == "output", role == "token_embd" && tied:
+		return gguf.Q6_K
+	case (role == "attn_v" || role == "ffn_down") && moreBits:
+		return gguf.Q6_K
+	}
+	return gguf.Q4_K
+}}
+
+// Mixes are the mixed types mkmodel knows by name.
+var Mixes = map[string]Mix{"q4_k_m": Q4KM}
+
 // WriteRandom adds sh's metadata and tensors to w, with weights drawn from
 // N(0, WeightStd) (0.02 if unset) by a PRNG seeded with seed. Matrices are
 // encoded as typ where their rows are a whole number of typ's blocks, else
 // as Q8_0 or F16; norms and biases are F32. note, which may be nil, is told
 // about each such fallback and about progress after every layer.
 func WriteRandom(w *gguf.Writer, sh Shape, typ gguf.Type, seed uint64, note func(string)) error {
+	return WriteRandomMix(w, sh, Uniform(typ), seed, note)
+}
+
+// WriteRandomMix is WriteRandom with each matrix's type chosen by mix.
+func WriteRandomMix(w *gguf.Writer, sh Shape, mix Mix, seed uint64, note func(string)) error {
 	if note == nil {
 		note = func(string) {}
 	}
@@ -61,7 +103,7 @@ func WriteRandom(w *gguf.Writer, sh Shape, typ gguf.Type, seed uint64, note func
 	}{
 		{"general.architecture", a},
 		{"general.name", "random " + sh.Name},
-		{"general.file_type", uint32(typ)},
+		{"general.file_type", mix.FileType},
 		{a + ".embedding_length", uint32(sh.Embd)},
 		{a + ".block_count", uint32(sh.Layers)},
 		{a + ".attention.head_count", uint32(sh.Heads)},
@@ -125,7 +167,14 @@ func WriteRandom(w *gguf.Writer, sh Shape, typ gguf.Type, seed uint64, note func
 		return w.AddTensor(name, t, dims, enc)
 	}
 	mat := func(name string, cols, rows int) error {
-		return add(name, cols, rows, typ, normal(cols*rows, 0, std))
+		layer, role := -1, strings.TrimSuffix(name, ".weight")
+		if rest, ok := strings.CutPrefix(role, "blk."); ok {
+			n, r, _ := strings.Cut(rest, ".")
+			layer, _ = strconv.Atoi(n)
+			role = r
+		}
+		t := mix.Type(role, layer, sh.Layers, sh.Tied)
+		return add(name, cols, rows, t, normal(cols*rows, 0, std))
 	}
 	vec := func(name string, n int, mean, sd float64) error {
 		return add(name, n, 0, gguf.F32, normal(n, mean, sd))
