@@ -130,9 +130,12 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		if k := (r1 - r0) &^ 1; k > 0 && n8 > 0 {
 			o := out[b*m.Rows : (b+1)*m.Rows]
 			fHalves(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
-			for ; r < r0+k; r++ {
-				put(r, b, o[r])
+			if n8 != a.cols { // only a column tail needs put's pass
+				for i := r; i < r+k; i++ {
+					put(i, b, o[i])
+				}
 			}
+			r += k
 		}
 		for ; r < r1; r++ {
 			put(r, b, fTile1(m.Type, &m.Data[r*rb], x, n8))
