@@ -192,13 +192,13 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 		}
 		streams = append(streams, m.Track(ctx, len(prompt), ch))
 	}
-	// Read the first token of each so all three have been admitted and
-	// hold KV, then hold the forward passes and scrape: they are certainly
-	// still generating.
-	for _, s := range streams {
-		if ev := <-s; ev.Err != nil {
-			t.Fatal(ev.Err)
-		}
+	// Read the first token of the first stream: its prefill is the first
+	// pass after the gate was set, so it holds KV, and the held passes keep
+	// it generating while the scrape runs. (Waiting for all three deadlocked
+	// when the engine ran the gate's three passes before admitting the
+	// later streams: they got no token until the release below.)
+	if ev := <-streams[0]; ev.Err != nil {
+		t.Fatal(ev.Err)
 	}
 
 	var loaded map[string]*dto.MetricFamily
@@ -229,7 +229,7 @@ func TestExpositionNamesTypesUnitsAndLoad(t *testing.T) {
 			}
 		}
 	}
-	gen += len(streams) // the first tokens read above
+	gen++ // the first token read above
 	// A second identical prompt hits the prefix cache.
 	ch, err := eng.Submit(ctx, engine.Request{ID: "z", Tenant: "t", Prompt: prompt, MaxTokens: 2, IgnoreEOS: true})
 	if err != nil {
