@@ -25,6 +25,12 @@ func q6kUnpack(w *byte, nsb int, q *byte)
 func kDotU6(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
 
 //go:noescape
+func kDotU4(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+
+//go:noescape
+func kDotU64(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+
+//go:noescape
 func kDotU(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
 
 // kScales writes 32 int16 per super-block of one encoded row: [0:16) the
@@ -73,7 +79,8 @@ var kScratchPool = sync.Pool{New: func() any { return new(kScratch) }}
 
 // rowsK computes Q4_K/Q6_K rows [r0,r1). A single token uses the fused
 // kernels; a batch unpacks each row once (values, scale vectors, factors)
-// and meets it with every token through kDotU.
+// and meets it with every four tokens through kDotU4 (the last batch%4
+// through kDotU, whose scale vectors are built only then).
 func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	if a.batch <= kFusedMaxBatch {
 		rowsKFused(out, m, a, r0, r1)
@@ -95,18 +102,6 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 			q6kUnpack(&row[0], nsb, &q[0])
 		}
 		for b := 0; b < nsb; b++ {
-			s := scl[32*b : 32*b+32]
-			v := sv[128*b : 128*b+128]
-			for g := 0; g < 8; g++ {
-				lo, hi := s[g], s[g]
-				if m.Type == gguf.Q6_K {
-					lo, hi = s[2*g], s[2*g+1]
-				}
-				for l := 0; l < 8; l++ {
-					v[16*g+l], v[16*g+8+l] = lo, hi
-				}
-			}
-			copy(mins[16*b:16*b+16], s[16:32])
 			if m.Type == gguf.Q4_K {
 				dv[2*b], dv[2*b+1] = f16At(row, 144*b), f16At(row, 144*b+2)
 			} else {
@@ -114,14 +109,50 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 				dv[2*b], dv[2*b+1] = d, d
 			}
 		}
+		dot4 := kDotU4
+		if m.Type == gguf.Q6_K {
+			dot4 = kDotU64
+		}
+		var res [4]float32
+		t := 0
+		for ; t+4 <= a.batch; t += 4 {
+			dot4(&q[0], &scl[0], &dv[0], &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16],
+				nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			for i, v := range res {
+				out[(t+i)*m.Rows+r] = v
+			}
+		}
+		if t == a.batch {
+			continue
+		}
+		kScaleVectors(m.Type, scl, sv, mins, nsb)
 		dot := kDotU
 		if m.Type == gguf.Q6_K {
 			dot = kDotU6
 		}
-		for t := 0; t < a.batch; t++ {
+		for ; t < a.batch; t++ {
 			out[t*m.Rows+r] = dot(&q[0], &sv[0], &mins[0], &dv[0],
 				&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
 		}
+	}
+}
+
+// kScaleVectors expands kScales' output into kDotU's operands: sixteen
+// int16 lane scales per 32-value group (sv) and the min multipliers.
+func kScaleVectors(t gguf.Type, scl, sv, mins []int16, nsb int) {
+	for b := 0; b < nsb; b++ {
+		s := scl[32*b : 32*b+32]
+		v := sv[128*b : 128*b+128]
+		for g := 0; g < 8; g++ {
+			lo, hi := s[g], s[g]
+			if t == gguf.Q6_K {
+				lo, hi = s[2*g], s[2*g+1]
+			}
+			for l := 0; l < 8; l++ {
+				v[16*g+l], v[16*g+8+l] = lo, hi
+			}
+		}
+		copy(mins[16*b:16*b+16], s[16:32])
 	}
 }
 

@@ -216,3 +216,195 @@ loop:
 	MOVSS        X9, ret+64(FP)
 	VZEROUPPER
 	RET
+
+// kDotU4 / kDotU64: kDotU / kDotU6 for four tokens at once, each group of
+// the unpacked row loaded once for all four and its lane scales broadcast
+// from kScales' output (no sv vectors to build). Each token keeps its own
+// lanes and float steps, exactly those of kDotU / kDotU6, so a result does
+// not depend on which of the two kernels computed it.
+//
+// Registers: Y0..Y3 the tokens' float accumulators, Y4..Y7 their integer
+// lanes of the super-block, X12 Q4_K's four min sums (lane t = token t),
+// R12/R13/R14 the byte strides between tokens' xq, xd and bs, AX 3×R13,
+// DI 3×R12 during the groups and 3×R14 for the block sums.
+
+// KU4GROUP(G, SCALES): group G (32 values) of the super-block for the
+// four tokens; SCALES(G) puts the group's sixteen int16 lane scales in Y9.
+#define KU4GROUP(G, SCALES) \
+	VMOVDQU    (32*G)(SI), Y8                \
+	SCALES(G)                                \
+	VPMADDUBSW (32*G)(R8), Y8, Y10           \
+	VPMADDWD   Y9, Y10, Y10                  \
+	VPADDD     Y10, Y4, Y4                   \
+	VPMADDUBSW (32*G)(R8)(R12*1), Y8, Y11    \
+	VPMADDWD   Y9, Y11, Y11                  \
+	VPADDD     Y11, Y5, Y5                   \
+	VPMADDUBSW (32*G)(R8)(R12*2), Y8, Y10    \
+	VPMADDWD   Y9, Y10, Y10                  \
+	VPADDD     Y10, Y6, Y6                   \
+	VPMADDUBSW (32*G)(R8)(DI*1), Y8, Y11     \
+	VPMADDWD   Y9, Y11, Y11                  \
+	VPADDD     Y11, Y7, Y7
+
+// Lane scales from kScales' 32 int16 per super-block at BX: Q4_K's group
+// G has one scale, s[G]; Q6_K's has two, s[2G] for its first sixteen
+// values (int16 lanes 0..7) and s[2G+1] for the rest.
+#define SCALES4K(G) \
+	VPBROADCASTW (2*G)(BX), Y9
+
+#define SCALES6K(G) \
+	VPBROADCASTW (4*G)(BX), X9         \
+	VPBROADCASTW (4*G+2)(BX), X10      \
+	VINSERTI128  $1, X10, Y9, Y9
+
+#define KU4GROUPS(SCALES) \
+	LEAQ  (R12)(R12*2), DI \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	KU4GROUP(0, SCALES) \
+	KU4GROUP(1, SCALES) \
+	KU4GROUP(2, SCALES) \
+	KU4GROUP(3, SCALES) \
+	KU4GROUP(4, SCALES) \
+	KU4GROUP(5, SCALES) \
+	KU4GROUP(6, SCALES) \
+	KU4GROUP(7, SCALES)
+
+// KU4FMA(XD, A, ACC): acc += float(A) × (d × x_d), d broadcast in Y13.
+#define KU4FMA(XD, A, ACC) \
+	VCVTDQ2PS    A, A       \
+	VBROADCASTSS XD, Y14    \
+	VMULPS       Y13, Y14, Y14 \
+	VFMADD231PS  Y14, A, ACC
+
+#define KU4FMAS \
+	VBROADCASTSS (R11), Y13        \
+	KU4FMA((DX), Y4, Y0)           \
+	KU4FMA((DX)(R13*1), Y5, Y1)    \
+	KU4FMA((DX)(R13*2), Y6, Y2)    \
+	KU4FMA((DX)(AX*1), Y7, Y3)
+
+// KU6MIN(BS, A): Q6_K's offset subtracted in the lanes, as kDotU6.
+#define KU6MIN(BS, A) \
+	VPMADDWD BS, Y8, Y9 \
+	VPSUBD   Y9, A, A
+
+#define KU4ADVANCE \
+	ADDQ $256, SI \
+	ADDQ $64, BX  \
+	ADDQ $8, R11  \
+	ADDQ $256, R8 \
+	ADDQ $4, DX   \
+	ADDQ $32, R9  \
+	DECQ CX
+
+// KU4STORE(ACC, X, OFF): out[OFF/4] = hsum8(acc), out in DI.
+#define KU4STORE(ACC, X, OFF) \
+	HSUM8(ACC, X, X15) \
+	MOVSS X, OFF(DI)
+
+// func kDotU4(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+TEXT ·kDotU4(SB), NOSPLIT, $0-88
+	MOVQ q+0(FP), SI
+	MOVQ scl+8(FP), BX
+	MOVQ dv+16(FP), R11
+	MOVQ xq+24(FP), R8
+	MOVQ xd+32(FP), DX
+	MOVQ bs+40(FP), R9
+	MOVQ nsb+48(FP), CX
+	MOVQ xqStride+56(FP), R12
+	MOVQ xdStride+64(FP), R13
+	MOVQ bsStride+72(FP), R14
+	LEAQ (R13)(R13*2), AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X12, X12, X12
+
+loop:
+	KU4GROUPS(SCALES4K)
+	KU4FMAS
+	// The four min sums M_t = Σ mins·bs_t, horizontally into X8 lane t
+	// (exact integers, so the pairing order is free), then accM_t +=
+	// float(M_t) × (dmin × x_d,t) as kDotU does per token.
+	LEAQ         (R14)(R14*2), DI
+	VMOVDQU      32(BX), Y8
+	VPMADDWD     (R9), Y8, Y4
+	VPMADDWD     (R9)(R14*1), Y8, Y5
+	VPMADDWD     (R9)(R14*2), Y8, Y6
+	VPMADDWD     (R9)(DI*1), Y8, Y7
+	VPHADDD      Y5, Y4, Y4
+	VPHADDD      Y7, Y6, Y6
+	VPHADDD      Y6, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPADDD       X5, X4, X4
+	VCVTDQ2PS    X4, X4
+	VMOVSS       (DX), X9
+	VINSERTPS    $0x10, (DX)(R13*1), X9, X9
+	VINSERTPS    $0x20, (DX)(R13*2), X9, X9
+	VINSERTPS    $0x30, (DX)(AX*1), X9, X9
+	VBROADCASTSS 4(R11), X10
+	VMULPS       X10, X9, X9
+	VFMADD231PS  X9, X4, X12
+	KU4ADVANCE
+	JNZ loop
+
+	MOVQ out+80(FP), DI
+	HSUM8(Y0, X0, X15)
+	HSUM8(Y1, X1, X15)
+	HSUM8(Y2, X2, X15)
+	HSUM8(Y3, X3, X15)
+	VSUBSS   X12, X0, X0
+	MOVSS    X0, (DI)
+	VSHUFPS  $0x55, X12, X12, X13
+	VSUBSS   X13, X1, X1
+	MOVSS    X1, 4(DI)
+	VSHUFPS  $0xaa, X12, X12, X13
+	VSUBSS   X13, X2, X2
+	MOVSS    X2, 8(DI)
+	VSHUFPS  $0xff, X12, X12, X13
+	VSUBSS   X13, X3, X3
+	MOVSS    X3, 12(DI)
+	VZEROUPPER
+	RET
+
+// func kDotU64(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+TEXT ·kDotU64(SB), NOSPLIT, $0-88
+	MOVQ q+0(FP), SI
+	MOVQ scl+8(FP), BX
+	MOVQ dv+16(FP), R11
+	MOVQ xq+24(FP), R8
+	MOVQ xd+32(FP), DX
+	MOVQ bs+40(FP), R9
+	MOVQ nsb+48(FP), CX
+	MOVQ xqStride+56(FP), R12
+	MOVQ xdStride+64(FP), R13
+	MOVQ bsStride+72(FP), R14
+	LEAQ (R13)(R13*2), AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+loop:
+	KU4GROUPS(SCALES6K)
+	LEAQ    (R14)(R14*2), DI
+	VMOVDQU 32(BX), Y8
+	KU6MIN((R9), Y4)
+	KU6MIN((R9)(R14*1), Y5)
+	KU6MIN((R9)(R14*2), Y6)
+	KU6MIN((R9)(DI*1), Y7)
+	KU4FMAS
+	KU4ADVANCE
+	JNZ loop
+
+	MOVQ out+80(FP), DI
+	KU4STORE(Y0, X0, 0)
+	KU4STORE(Y1, X1, 4)
+	KU4STORE(Y2, X2, 8)
+	KU4STORE(Y3, X3, 12)
+	VZEROUPPER
+	RET
