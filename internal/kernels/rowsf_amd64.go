@@ -95,13 +95,10 @@ func fTile2x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out
 func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	n8 := a.cols &^ 7
 	rb := m.rowBytes()
+	tail := n8 != a.cols
 	put := func(r, b int, s float32) {
-		if n8 != a.cols {
-			w := m.row(r)
-			x := a.x[b*a.cols : (b+1)*a.cols]
-			for i := n8; i < a.cols; i++ {
-				s = fma32(weightAt(m.Type, w, i), x[i], s)
-			}
+		if tail {
+			s = floatTail(m, a, r, b, n8, s)
 		}
 		out[b*m.Rows+r] = s
 	}
@@ -112,10 +109,20 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		r := r0
 		for ; r+2 <= r1; r += 2 {
 			fTile2x4(m.Type, &m.Data[r*rb], rb, x, n8, 4*a.cols, &res[0])
-			for t := 0; t < tile; t++ {
-				put(r, b+t, res[t])
-				put(r+1, b+t, res[4+t])
+			if tail {
+				for t := 0; t < tile; t++ {
+					put(r, b+t, res[t])
+					put(r+1, b+t, res[4+t])
+				}
+				continue
 			}
+			// No column tail (attention's head rows, most weights):
+			// plain stores, no call per result.
+			o := out[b*m.Rows+r:]
+			o[0], o[1] = res[0], res[4]
+			o[m.Rows], o[m.Rows+1] = res[1], res[5]
+			o[2*m.Rows], o[2*m.Rows+1] = res[2], res[6]
+			o[3*m.Rows], o[3*m.Rows+1] = res[3], res[7]
 		}
 		for ; r < r1; r++ {
 			fTile4(m.Type, &m.Data[r*rb], x, n8, 4*a.cols, &res[0])
@@ -141,4 +148,15 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 			put(r, b, fTile1(m.Type, &m.Data[r*rb], x, n8))
 		}
 	}
+}
+
+// floatTail continues result s of row r and token b over the columns past
+// the last multiple of eight, as dotFloatRef does.
+func floatTail(m *Matrix, a *activation, r, b, n8 int, s float32) float32 {
+	w := m.row(r)
+	x := a.x[b*a.cols : (b+1)*a.cols]
+	for i := n8; i < a.cols; i++ {
+		s = fma32(weightAt(m.Type, w, i), x[i], s)
+	}
+	return s
 }
