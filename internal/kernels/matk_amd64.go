@@ -16,6 +16,9 @@ func q4kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *
 func q6kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 //go:noescape
+func q4kRows4(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
+
+//go:noescape
 func q4kUnpack(w *byte, nsb int, q *byte)
 
 //go:noescape
@@ -156,15 +159,23 @@ func kScaleVectors(t gguf.Type, scl, sv, mins []int16, nsb int) {
 	}
 }
 
-// rowsKFused computes rows [r0,r1) for every token of a, one token at a
-// time, with q4kRows/q6kRows, which unpack as they go and decode scales in
-// registers. The chunk's rows (≈32 KiB) stay in cache between tokens, so a
-// small batch streams its weights from memory once.
+// rowsKFused computes rows [r0,r1) for every token of a with the fused
+// kernels, which unpack as they go and decode scales in registers: Q4_K
+// four tokens per pass (q4kRows4), the rest and Q6_K one token per pass
+// (q4kRows/q6kRows). The chunk's rows (≈32 KiB) stay in cache between
+// passes, so a small batch streams its weights from memory once.
 func rowsKFused(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	nsb := a.cols / 256
 	rb := m.rowBytes()
 	w := &m.Data[r0*rb]
-	for t := 0; t < a.batch; t++ {
+	t := 0
+	if m.Type == gguf.Q4_K {
+		for ; t+4 <= a.batch; t += 4 {
+			q4kRows4(&out[t*m.Rows+r0], 4*m.Rows, w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb],
+				&a.bsum[t*a.cols/16], nsb, a.cols, 4*nsb, 2*(a.cols/16))
+		}
+	}
+	for ; t < a.batch; t++ {
 		o := &out[t*m.Rows+r0]
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
 		if m.Type == gguf.Q4_K {
