@@ -19,6 +19,9 @@ func q6kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *
 func q4kRows4(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
 
 //go:noescape
+func q6kRows4(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
+
+//go:noescape
 func q4kUnpack(w *byte, nsb int, q *byte)
 
 //go:noescape
@@ -160,20 +163,22 @@ func kScaleVectors(t gguf.Type, scl, sv, mins []int16, nsb int) {
 }
 
 // rowsKFused computes rows [r0,r1) for every token of a with the fused
-// kernels, which unpack as they go and decode scales in registers: Q4_K
-// four tokens per pass (q4kRows4), the rest and Q6_K one token per pass
+// kernels, which unpack as they go and decode scales in registers: four
+// tokens per pass (q4kRows4/q6kRows4), the last batch%4 one per pass
 // (q4kRows/q6kRows). The chunk's rows (≈32 KiB) stay in cache between
 // passes, so a small batch streams its weights from memory once.
 func rowsKFused(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	nsb := a.cols / 256
 	rb := m.rowBytes()
 	w := &m.Data[r0*rb]
+	rows4 := q4kRows4
+	if m.Type == gguf.Q6_K {
+		rows4 = q6kRows4
+	}
 	t := 0
-	if m.Type == gguf.Q4_K {
-		for ; t+4 <= a.batch; t += 4 {
-			q4kRows4(&out[t*m.Rows+r0], 4*m.Rows, w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb],
-				&a.bsum[t*a.cols/16], nsb, a.cols, 4*nsb, 2*(a.cols/16))
-		}
+	for ; t+4 <= a.batch; t += 4 {
+		rows4(&out[t*m.Rows+r0], 4*m.Rows, w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb],
+			&a.bsum[t*a.cols/16], nsb, a.cols, 4*nsb, 2*(a.cols/16))
 	}
 	for ; t < a.batch; t++ {
 		o := &out[t*m.Rows+r0]

@@ -371,6 +371,136 @@ sb6:
 	VZEROUPPER
 	RET
 
+// q6kRows4: q6kRows for four tokens, as q4kRows4 is q4kRows': each group
+// of 32 six-bit values is assembled once and met by the four tokens.
+// Registers: Y0/Y1 a half's low bits, Y2 its high bits, Y3 a temporary, Y4
+// the group's values, Y5 its scales, Y6 the product, Y7..Y10 the tokens'
+// integer lanes, Y11..Y14 their float accumulators; 0(SP) the 16 scales,
+// 32(SP) the offset multipliers (32 × scale). Masks come from memory.
+
+// Q6K4GROUP(XOFF, SOFF): the group in Y4 against the four tokens.
+#define Q6K4GROUP(XOFF, SOFF) \
+	VPBROADCASTW SOFF(SP), X5              \
+	VPBROADCASTW SOFF+2(SP), X6            \
+	VINSERTI128  $1, X6, Y5, Y5            \
+	VPMADDUBSW   XOFF(R8), Y4, Y6          \
+	VPMADDWD     Y5, Y6, Y6                \
+	VPADDD       Y6, Y7, Y7                \
+	VPMADDUBSW   XOFF(R8)(R12*1), Y4, Y6   \
+	VPMADDWD     Y5, Y6, Y6                \
+	VPADDD       Y6, Y8, Y8                \
+	VPMADDUBSW   XOFF(R8)(R12*2), Y4, Y6   \
+	VPMADDWD     Y5, Y6, Y6                \
+	VPADDD       Y6, Y9, Y9                \
+	VPMADDUBSW   XOFF(R8)(DI*1), Y4, Y6    \
+	VPMADDWD     Y5, Y6, Y6                \
+	VPADDD       Y6, Y10, Y10
+
+// Q6K4HALF: 128 values (ql at LOFF, qh at HOFF), assembled as Q6KHALF does.
+#define Q6K4HALF(LOFF, HOFF, XOFF, SOFF) \
+	VMOVDQU    LOFF(SI), Y0              \
+	VMOVDQU    LOFF+32(SI), Y1           \
+	VMOVDQU    HOFF(SI), Y2              \
+	VPSLLW     $4, Y2, Y3                \
+	VPAND      ·q6kHi(SB), Y3, Y3        \
+	VPAND      ·q4kNib(SB), Y0, Y4       \
+	VPOR       Y3, Y4, Y4                \
+	Q6K4GROUP(XOFF, SOFF)                \
+	VPSLLW     $2, Y2, Y3                \
+	VPAND      ·q6kHi(SB), Y3, Y3        \
+	VPAND      ·q4kNib(SB), Y1, Y4       \
+	VPOR       Y3, Y4, Y4                \
+	Q6K4GROUP(XOFF+32, SOFF+4)           \
+	VPAND      ·q6kHi(SB), Y2, Y3        \
+	VPSRLW     $4, Y0, Y4                \
+	VPAND      ·q4kNib(SB), Y4, Y4       \
+	VPOR       Y3, Y4, Y4                \
+	Q6K4GROUP(XOFF+64, SOFF+8)           \
+	VPSRLW     $2, Y2, Y3                \
+	VPAND      ·q6kHi(SB), Y3, Y3        \
+	VPSRLW     $4, Y1, Y4                \
+	VPAND      ·q4kNib(SB), Y4, Y4       \
+	VPOR       Y3, Y4, Y4                \
+	Q6K4GROUP(XOFF+96, SOFF+12)
+
+// Q6K4MIN(BS, A): the offset leaves token A's lanes, as in q6kRows.
+#define Q6K4MIN(BS, A) \
+	VPMADDWD BS, Y0, Y1 \
+	VPSUBD   Y1, A, A
+
+// func q6kRows4(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
+TEXT ·q6kRows4(SB), NOSPLIT, $64-96
+	MOVQ out+0(FP), R15
+	MOVQ outStride+8(FP), BX
+	MOVQ w+16(FP), R10
+	MOVQ n+32(FP), R11
+	MOVQ xqStride+72(FP), R12
+	MOVQ xdStride+80(FP), R13
+	MOVQ bsStride+88(FP), R14
+	LEAQ (R13)(R13*2), AX
+
+row64:
+	MOVQ   R10, SI
+	MOVQ   xq+40(FP), R8
+	MOVQ   xd+48(FP), DX
+	MOVQ   bs+56(FP), R9
+	MOVQ   nsb+64(FP), CX
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+
+sb64:
+	PREFETCHT0 4096(SI)
+	PREFETCHT0 4160(SI)
+	PREFETCHT0 4224(SI)
+	PREFETCHT0 4288(SI)
+	VPMOVSXBW 192(SI), Y0
+	VMOVDQU   Y0, 0(SP)
+	VPSLLW    $5, Y0, Y0
+	VMOVDQU   Y0, 32(SP)
+	LEAQ      (R12)(R12*2), DI
+	VPXOR     Y7, Y7, Y7
+	VPXOR     Y8, Y8, Y8
+	VPXOR     Y9, Y9, Y9
+	VPXOR     Y10, Y10, Y10
+	Q6K4HALF(0, 128, 0, 0)
+	Q6K4HALF(64, 160, 128, 16)
+	LEAQ      (R14)(R14*2), DI
+	VMOVDQU   32(SP), Y0
+	Q6K4MIN((R9), Y7)
+	Q6K4MIN((R9)(R14*1), Y8)
+	Q6K4MIN((R9)(R14*2), Y9)
+	Q6K4MIN((R9)(DI*1), Y10)
+	VPBROADCASTW 208(SI), X0
+	VCVTPH2PS    X0, Y0
+	Q4K4FMA((DX), Y7, Y11)
+	Q4K4FMA((DX)(R13*1), Y8, Y12)
+	Q4K4FMA((DX)(R13*2), Y9, Y13)
+	Q4K4FMA((DX)(AX*1), Y10, Y14)
+	ADDQ         $210, SI
+	ADDQ         $256, R8
+	ADDQ         $4, DX
+	ADDQ         $32, R9
+	DECQ         CX
+	JNZ          sb64
+
+	LEAQ  (BX)(BX*2), DI
+	HSUM8(Y11, X11, X0)
+	MOVSS X11, (R15)
+	HSUM8(Y12, X12, X0)
+	MOVSS X12, (R15)(BX*1)
+	HSUM8(Y13, X13, X0)
+	MOVSS X13, (R15)(BX*2)
+	HSUM8(Y14, X14, X0)
+	MOVSS X14, (R15)(DI*1)
+	ADDQ  $4, R15
+	ADDQ  rowBytes+24(FP), R10
+	DECQ  R11
+	JNZ   row64
+	VZEROUPPER
+	RET
+
 // Q4KSCALES' per-lane shifts and masks.
 DATA ·q4kSclShift+0(SB)/4, $0
 DATA ·q4kSclShift+4(SB)/4, $0
@@ -461,3 +591,10 @@ DATA ·q4kNib+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ·q4kNib+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA ·q4kNib+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL ·q4kNib(SB), RODATA|NOPTR, $32
+
+// q6kHi masks a six-bit value's two high bits, 32 bytes.
+DATA ·q6kHi+0(SB)/8, $0x3030303030303030
+DATA ·q6kHi+8(SB)/8, $0x3030303030303030
+DATA ·q6kHi+16(SB)/8, $0x3030303030303030
+DATA ·q6kHi+24(SB)/8, $0x3030303030303030
+GLOBL ·q6kHi(SB), RODATA|NOPTR, $32
