@@ -139,6 +139,89 @@ done:                                 \
 	VZEROUPPER                        \
 	RET
 
+// Three rows (w, w+wstride, w+2·wstride bytes) × four tokens: twelve
+// chains, out[4*r+t], the prefill tile. With eight chains (DOT2X4) the
+// FMA latency (4 cycles, two per cycle) left no slack and a third of the
+// FMA issue went idle; twelve hide it, each token's x loaded once for
+// the three rows.
+#define TOK3(XADDR, A0, A1, A2) \
+	VMOVUPS     XADDR, Y15  \
+	VFMADD231PS Y15, Y12, A0 \
+	VFMADD231PS Y15, Y13, A1 \
+	VFMADD231PS Y15, Y14, A2
+
+#define DOT3X4(NAME, LOAD, WSTEP) \
+TEXT NAME(SB), NOSPLIT, $0-48 \
+	MOVQ   w+0(FP), SI                \
+	MOVQ   wstride+8(FP), R10         \
+	MOVQ   x+16(FP), R8               \
+	MOVQ   n+24(FP), CX               \
+	MOVQ   xstride+32(FP), R9         \
+	MOVQ   out+40(FP), DI             \
+	LEAQ   (R9)(R9*2), R11            \
+	VXORPS Y0, Y0, Y0                 \
+	VXORPS Y1, Y1, Y1                 \
+	VXORPS Y2, Y2, Y2                 \
+	VXORPS Y3, Y3, Y3                 \
+	VXORPS Y4, Y4, Y4                 \
+	VXORPS Y5, Y5, Y5                 \
+	VXORPS Y6, Y6, Y6                 \
+	VXORPS Y7, Y7, Y7                 \
+	VXORPS Y8, Y8, Y8                 \
+	VXORPS Y9, Y9, Y9                 \
+	VXORPS Y10, Y10, Y10              \
+	VXORPS Y11, Y11, Y11              \
+	SHRQ   $3, CX                     \
+	JZ     done                       \
+loop:                                 \
+	LOAD((SI), Y12)                   \
+	LOAD((SI)(R10*1), Y13)            \
+	LOAD((SI)(R10*2), Y14)            \
+	TOK3((R8), Y0, Y4, Y8)            \
+	TOK3((R8)(R9*1), Y1, Y5, Y9)      \
+	TOK3((R8)(R9*2), Y2, Y6, Y10)     \
+	TOK3((R8)(R11*1), Y3, Y7, Y11)    \
+	ADDQ   $WSTEP, SI                 \
+	ADDQ   $32, R8                    \
+	DECQ   CX                         \
+	JNZ    loop                       \
+done:                                 \
+	HSUM8(Y0, X0, X15)                \
+	HSUM8(Y1, X1, X15)                \
+	HSUM8(Y2, X2, X15)                \
+	HSUM8(Y3, X3, X15)                \
+	HSUM8(Y4, X4, X15)                \
+	HSUM8(Y5, X5, X15)                \
+	HSUM8(Y6, X6, X15)                \
+	HSUM8(Y7, X7, X15)                \
+	HSUM8(Y8, X8, X15)                \
+	HSUM8(Y9, X9, X15)                \
+	HSUM8(Y10, X10, X15)              \
+	HSUM8(Y11, X11, X15)              \
+	MOVSS  X0, (DI)                   \
+	MOVSS  X1, 4(DI)                  \
+	MOVSS  X2, 8(DI)                  \
+	MOVSS  X3, 12(DI)                 \
+	MOVSS  X4, 16(DI)                 \
+	MOVSS  X5, 20(DI)                 \
+	MOVSS  X6, 24(DI)                 \
+	MOVSS  X7, 28(DI)                 \
+	MOVSS  X8, 32(DI)                 \
+	MOVSS  X9, 36(DI)                 \
+	MOVSS  X10, 40(DI)                \
+	MOVSS  X11, 44(DI)                \
+	VZEROUPPER                        \
+	RET
+
+// func f16Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+DOT3X4(·f16Dot3x4, LOADF16, 16)
+
+// func f32Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+DOT3X4(·f32Dot3x4, LOADF32, 32)
+
+// func bf16Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+DOT3X4(·bf16Dot3x4, LOADBF16, 16)
+
 // func f16Dot1(w *byte, x *float32, n int) float32
 DOT1(·f16Dot1, LOADF16, 16)
 

@@ -32,6 +32,15 @@ func bf16Dot4(w *byte, x *float32, n, xstride int, out *float32)
 func bf16Dot2x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
 
 //go:noescape
+func f16Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func f32Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+
+//go:noescape
+func bf16Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
+
+//go:noescape
 func f16DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
 
 //go:noescape
@@ -86,8 +95,24 @@ func fTile2x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out
 	}
 }
 
+func fTile3x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out *float32) {
+	switch t {
+	case gguf.F16:
+		f16Dot3x4(w, wstride, x, n, xstride, out)
+	case gguf.BF16:
+		bf16Dot3x4(w, wstride, x, n, xstride, out)
+	default:
+		f32Dot3x4(w, wstride, x, n, xstride, out)
+	}
+}
+
+// tile3MinCols is the shortest row the 3×4 tile takes; shorter rows
+// (attention's 64-value heads) spend as long on its twelve horizontal sums
+// as on the products.
+const tile3MinCols = 256
+
 // rowsFloat covers rows [r0,r1) × all tokens of F16/BF16/F32 weights with
-// the largest tiles that fit — 2 rows × 4 tokens, 1 × 4, then for the
+// the largest tiles that fit — 3 rows × 4 tokens, 2 × 4, 1 × 4, then for the
 // remaining tokens 4 rows × 1 and 1 × 1 — all doing the same per-(row,
 // token) operations. (The 4 × 1 tile gives decode four independent FMA
 // chains; with one chain a row F16 decode was bound by FMA latency.)
@@ -102,11 +127,24 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		}
 		out[b*m.Rows+r] = s
 	}
-	var res [8]float32
+	var res [12]float32
 	b := 0
 	for ; b+tile <= a.batch; b += tile {
 		x := &a.x[b*a.cols]
 		r := r0
+		for ; n8 >= tile3MinCols && r+3 <= r1; r += 3 {
+			fTile3x4(m.Type, &m.Data[r*rb], rb, x, n8, 4*a.cols, &res[0])
+			for t := 0; t < tile; t++ {
+				if tail {
+					put(r, b+t, res[t])
+					put(r+1, b+t, res[4+t])
+					put(r+2, b+t, res[8+t])
+					continue
+				}
+				o := out[(b+t)*m.Rows+r:]
+				o[0], o[1], o[2] = res[t], res[4+t], res[8+t]
+			}
+		}
 		for ; r+2 <= r1; r += 2 {
 			fTile2x4(m.Type, &m.Data[r*rb], rb, x, n8, 4*a.cols, &res[0])
 			if tail {
