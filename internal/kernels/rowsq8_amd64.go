@@ -2,7 +2,11 @@
 
 package kernels
 
-import "github.com/bulkhead-llm/bulkhead/internal/gguf"
+import (
+	"sync"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+)
 
 //go:noescape
 func q8Dot1(w *byte, xq *int8, xd *float32, nb int) float32
@@ -20,10 +24,10 @@ func q40Dot1(w *byte, xq *int8, xd *float32, nb int) float32
 func q40Dot4(w *byte, xq *int8, xd *float32, nb, xqStride, xdStride int, out *float32)
 
 //go:noescape
-func q8Dot8(w *byte, xq *int8, xdT *float32, nb, xqStride int, out *float32)
+func q8Dot8(w *byte, xq *int8, xdT *float32, nb, xqStride int, out *float32, sc *float32)
 
 //go:noescape
-func q40Dot8(w *byte, xq *int8, xdT *float32, nb, xqStride int, out *float32)
+func q40Dot8(w *byte, xq *int8, xdT *float32, nb, xqStride int, out *float32, sc *float32)
 
 // q40Consts are the Q4_0 nibble mask and offset, read from memory by
 // q40Dot8 (which has no registers to spare for them).
@@ -52,13 +56,17 @@ func q8Tile4(t gguf.Type, w *byte, xq *int8, xd *float32, nb, xqStride, xdStride
 	}
 }
 
-func q8Tile8(t gguf.Type, w *byte, xq *int8, xdT *float32, nb, xqStride int, out *float32) {
+func q8Tile8(t gguf.Type, w *byte, xq *int8, xdT *float32, nb, xqStride int, out, sc *float32) {
 	if t == gguf.Q8_0 {
-		q8Dot8(w, xq, xdT, nb, xqStride, out)
+		q8Dot8(w, xq, xdT, nb, xqStride, out, sc)
 	} else {
-		q40Dot8(w, xq, xdT, nb, xqStride, out)
+		q40Dot8(w, xq, xdT, nb, xqStride, out, sc)
 	}
 }
+
+// scalePool holds the eight-token tile's scale products (8 per block),
+// one buffer per rowsQ8 call.
+var scalePool = sync.Pool{New: func() any { return new([]float32) }}
 
 // rowsQ8 runs the Q8_0/Q4_0 kernels over rows [r0,r1): token tiles of
 // eight, then four, then single tokens, outermost so the chunk's weight
@@ -68,12 +76,17 @@ func rowsQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	rb := m.rowBytes()
 	var res [8]float32
 	b := 0
-	for ; b+8 <= a.batch; b += 8 {
-		xq, xdT := &a.qs[b*a.cols], &a.dT[b/8*nb*8]
-		for r := r0; r < r1; r++ {
-			q8Tile8(m.Type, &m.Data[r*rb], xq, xdT, nb, a.cols, &res[0])
-			for t := 0; t < 8; t++ {
-				out[(b+t)*m.Rows+r] = res[t]
+	if a.batch >= 8 {
+		sc := scalePool.Get().(*[]float32)
+		defer scalePool.Put(sc)
+		*sc = grow(*sc, 8*nb)
+		for ; b+8 <= a.batch; b += 8 {
+			xq, xdT := &a.qs[b*a.cols], &a.dT[b/8*nb*8]
+			for r := r0; r < r1; r++ {
+				q8Tile8(m.Type, &m.Data[r*rb], xq, xdT, nb, a.cols, &res[0], &(*sc)[0])
+				for t := 0; t < 8; t++ {
+					out[(b+t)*m.Rows+r] = res[t]
+				}
 			}
 		}
 	}
