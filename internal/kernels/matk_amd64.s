@@ -75,6 +75,15 @@
 	VPAND    ·q4kSclHi(SB), X2, X2      \
 	VPOR     X2, X1, X0
 
+// Q4KVECS widens Q4KSCALES' bytes into Y14, the words s0..s7 in both
+// halves (for the chunks' VPSHUFB), and Y13, the min multipliers of the 16
+// activation sums (m0, m0, m1, m1, …, m7, m7).
+#define Q4KVECS \
+	VPSHUFB   ·q4kSclDup(SB), X0, X1 \
+	VPMOVZXBW X1, Y14                \
+	VPSHUFB   ·q4kMinDup(SB), X0, X1 \
+	VPMOVZXBW X1, Y13
+
 // func q4kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·q4kRows(SB), NOSPLIT, $0-64
 	MOVQ         out+0(FP), DI
@@ -98,12 +107,7 @@ sb:
 	PREFETCHT0 4160(SI)
 	PREFETCHT0 4224(SI)
 	Q4KSCALES
-	VPMOVZXBW X0, Y0         // s0..s7, m0..m7
-	VPERMQ    $0x44, Y0, Y14 // s0..s7 in both halves, for the chunks' VPSHUFB
-	VEXTRACTI128 $1, Y0, X1
-	VPUNPCKLWD X1, X1, X2
-	VPUNPCKHWD X1, X1, X3
-	VINSERTI128 $1, X3, Y2, Y13
+	Q4KVECS
 
 	VPXOR Y8, Y8, Y8
 	Q4KCHUNK(16, 0, 0)
@@ -216,12 +220,7 @@ sb4:
 	PREFETCHT0 4160(SI)
 	PREFETCHT0 4224(SI)
 	Q4KSCALES
-	VPMOVZXBW    X0, Y0
-	VPERMQ       $0x44, Y0, Y14
-	VEXTRACTI128 $1, Y0, X1
-	VPUNPCKLWD   X1, X1, X2
-	VPUNPCKHWD   X1, X1, X3
-	VINSERTI128  $1, X3, Y2, Y13
+	Q4KVECS
 	LEAQ         (R12)(R12*2), DI
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5
@@ -598,3 +597,11 @@ DATA ·q6kHi+8(SB)/8, $0x3030303030303030
 DATA ·q6kHi+16(SB)/8, $0x3030303030303030
 DATA ·q6kHi+24(SB)/8, $0x3030303030303030
 GLOBL ·q6kHi(SB), RODATA|NOPTR, $32
+
+// Q4KVECS' byte selections: s0..s7 twice; m0, m0, …, m7, m7.
+DATA ·q4kSclDup+0(SB)/8, $0x0706050403020100
+DATA ·q4kSclDup+8(SB)/8, $0x0706050403020100
+GLOBL ·q4kSclDup(SB), RODATA|NOPTR, $16
+DATA ·q4kMinDup+0(SB)/8, $0x0b0b0a0a09090808
+DATA ·q4kMinDup+8(SB)/8, $0x0f0f0e0e0d0d0c0c
+GLOBL ·q4kMinDup(SB), RODATA|NOPTR, $16
