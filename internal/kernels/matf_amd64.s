@@ -1,24 +1,33 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
 // Dot products of F16, F32 and BF16 weight rows with float32 tokens: eight
 // lanes of fused multiply-adds over n (a multiple of 8) columns, then the
 // fixed horizontal sum — dotFloatRef step for step.
-
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 #define LOADF16(ADDR, DST) VCVTPH2PS ADDR, DST
 #define LOADF32(ADDR, DST) VMOVUPS ADDR, DST
 #define LOADBF16(ADDR, DST) \
 	VPMOVZXWD ADDR, DST \
 	VPSLLD    $16, DST, DST
+
+// TILEARGS loads the arguments of the row tiles (DOT2X4, DOT3X4): w,
+// wstride, x, n, xstride, out; R11 = 3·xstride.
+#define TILEARGS \
+	MOVQ w+0(FP), SI        \
+	MOVQ wstride+8(FP), R10 \
+	MOVQ x+16(FP), R8       \
+	MOVQ n+24(FP), CX       \
+	MOVQ xstride+32(FP), R9 \
+	MOVQ out+40(FP), DI     \
+	LEAQ (R9)(R9*2), R11
+
+// HSTORE(Y, X, OFF): the hsum of Y to OFF(DI).
+#define HSTORE(Y, X, OFF) \
+	HSUM8(Y, X, X15) \
+	MOVSS X, OFF(DI)
 
 #define DOT1(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-28 \
@@ -83,13 +92,7 @@ done:                                \
 // accumulator chains, out[4*r+t].
 #define DOT2X4(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
-	MOVQ   w+0(FP), SI                \
-	MOVQ   wstride+8(FP), R10         \
-	MOVQ   x+16(FP), R8               \
-	MOVQ   n+24(FP), CX               \
-	MOVQ   xstride+32(FP), R9         \
-	MOVQ   out+40(FP), DI             \
-	LEAQ   (R9)(R9*2), R11            \
+	TILEARGS                          \
 	VXORPS Y8, Y8, Y8                 \
 	VXORPS Y9, Y9, Y9                 \
 	VXORPS Y10, Y10, Y10              \
@@ -152,13 +155,7 @@ done:                                 \
 
 #define DOT3X4(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
-	MOVQ   w+0(FP), SI                \
-	MOVQ   wstride+8(FP), R10         \
-	MOVQ   x+16(FP), R8               \
-	MOVQ   n+24(FP), CX               \
-	MOVQ   xstride+32(FP), R9         \
-	MOVQ   out+40(FP), DI             \
-	LEAQ   (R9)(R9*2), R11            \
+	TILEARGS                          \
 	VXORPS Y0, Y0, Y0                 \
 	VXORPS Y1, Y1, Y1                 \
 	VXORPS Y2, Y2, Y2                 \
@@ -186,30 +183,18 @@ loop:                                 \
 	DECQ   CX                         \
 	JNZ    loop                       \
 done:                                 \
-	HSUM8(Y0, X0, X15)                \
-	HSUM8(Y1, X1, X15)                \
-	HSUM8(Y2, X2, X15)                \
-	HSUM8(Y3, X3, X15)                \
-	HSUM8(Y4, X4, X15)                \
-	HSUM8(Y5, X5, X15)                \
-	HSUM8(Y6, X6, X15)                \
-	HSUM8(Y7, X7, X15)                \
-	HSUM8(Y8, X8, X15)                \
-	HSUM8(Y9, X9, X15)                \
-	HSUM8(Y10, X10, X15)              \
-	HSUM8(Y11, X11, X15)              \
-	MOVSS  X0, (DI)                   \
-	MOVSS  X1, 4(DI)                  \
-	MOVSS  X2, 8(DI)                  \
-	MOVSS  X3, 12(DI)                 \
-	MOVSS  X4, 16(DI)                 \
-	MOVSS  X5, 20(DI)                 \
-	MOVSS  X6, 24(DI)                 \
-	MOVSS  X7, 28(DI)                 \
-	MOVSS  X8, 32(DI)                 \
-	MOVSS  X9, 36(DI)                 \
-	MOVSS  X10, 40(DI)                \
-	MOVSS  X11, 44(DI)                \
+	HSTORE(Y0, X0, 0)                 \
+	HSTORE(Y1, X1, 4)                 \
+	HSTORE(Y2, X2, 8)                 \
+	HSTORE(Y3, X3, 12)                \
+	HSTORE(Y4, X4, 16)                \
+	HSTORE(Y5, X5, 20)                \
+	HSTORE(Y6, X6, 24)                \
+	HSTORE(Y7, X7, 28)                \
+	HSTORE(Y8, X8, 32)                \
+	HSTORE(Y9, X9, 36)                \
+	HSTORE(Y10, X10, 40)              \
+	HSTORE(Y11, X11, 44)              \
 	VZEROUPPER                        \
 	RET
 

@@ -1,20 +1,13 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
 // q5kRows: q4kRows for Q5_K (176-byte super-blocks: d, dmin, 12 scale
 // bytes as Q4_K, qh[32], qs[128]). Value = nibble | fifth bit << 4, the
 // fifth bits of chunk c's low nibbles at bit 2c of qh[l], of its high
 // nibbles at bit 2c+1. The lanes, the M term and the float steps are
 // dotKRef's, as in q4kRows.
-
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 #define MTERMR \
 	VPMADDWD     (R9), Y13, Y6  \

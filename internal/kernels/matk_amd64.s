@@ -1,6 +1,27 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
+
+// K4ARGS / K4ROW: q4kRows4's and q6kRows4's arguments (one signature),
+// and the per-row reload of the activation pointers. Defined before any
+// TEXT: vet checks a macro's FP names against the function it follows.
+#define K4ARGS \
+	MOVQ out+0(FP), R15 \
+	MOVQ outStride+8(FP), BX \
+	MOVQ w+16(FP), R10 \
+	MOVQ n+32(FP), R11 \
+	MOVQ xqStride+72(FP), R12 \
+	MOVQ xdStride+80(FP), R13 \
+	MOVQ bsStride+88(FP), R14 \
+	LEAQ (R13)(R13*2), AX
+
+#define K4ROW \
+	MOVQ   R10, SI \
+	MOVQ   xq+40(FP), R8 \
+	MOVQ   xd+48(FP), DX \
+	MOVQ   bs+56(FP), R9 \
+	MOVQ   nsb+64(FP), CX
 
 // q4kRows / q6kRows: dot products of n consecutive Q4_K / Q6_K weight rows
 // with one token's 256-value int8 activation blocks — dotKRef step for
@@ -25,14 +46,6 @@
 // Frame: 0(SP) holds the super-block's 16 int16 sub-block scales (Q4_K:
 // scales 0..7 then mins 0..7; Q6_K: the 16 scales), read by the group
 // macros with VPBROADCASTW; Y13 holds the 16 multipliers of bs.
-
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 // MTERMR leaves M = Σ_k Y13[k]×bs[k] (exact int32) as float32 in X6.
 #define MTERMR \
@@ -194,21 +207,10 @@ sb:
 
 // func q4kRows4(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
 TEXT ·q4kRows4(SB), NOSPLIT, $16-96
-	MOVQ out+0(FP), R15
-	MOVQ outStride+8(FP), BX
-	MOVQ w+16(FP), R10
-	MOVQ n+32(FP), R11
-	MOVQ xqStride+72(FP), R12
-	MOVQ xdStride+80(FP), R13
-	MOVQ bsStride+88(FP), R14
-	LEAQ (R13)(R13*2), AX
+	K4ARGS
 
 row4:
-	MOVQ   R10, SI
-	MOVQ   xq+40(FP), R8
-	MOVQ   xd+48(FP), DX
-	MOVQ   bs+56(FP), R9
-	MOVQ   nsb+64(FP), CX
+	K4ROW
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
@@ -238,21 +240,8 @@ sb4:
 	Q4K4FMA((DX)(AX*1), Y7, Y12)
 	// The four M = Σ mins·bs_t, horizontally into X4 lane t (exact
 	// integers), then accM_t += float(M_t) × (dmin × x_d,t).
-	LEAQ         (R14)(R14*2), DI
-	VPMADDWD     (R9), Y13, Y4
-	VPMADDWD     (R9)(R14*1), Y13, Y5
-	VPMADDWD     (R9)(R14*2), Y13, Y6
-	VPMADDWD     (R9)(DI*1), Y13, Y7
-	VPHADDD      Y5, Y4, Y4
-	VPHADDD      Y7, Y6, Y6
-	VPHADDD      Y6, Y4, Y4
-	VEXTRACTI128 $1, Y4, X5
-	VPADDD       X5, X4, X4
-	VCVTDQ2PS    X4, X4
-	VMOVSS       (DX), X1
-	VINSERTPS    $0x10, (DX)(R13*1), X1, X1
-	VINSERTPS    $0x20, (DX)(R13*2), X1, X1
-	VINSERTPS    $0x30, (DX)(AX*1), X1, X1
+	MINSUMS4(Y13)
+	XD4(X1)
 	VPBROADCASTW 2(SI), X2
 	VCVTPH2PS    X2, X2
 	VMULPS       X2, X1, X1
@@ -429,21 +418,10 @@ sb6:
 
 // func q6kRows4(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
 TEXT ·q6kRows4(SB), NOSPLIT, $64-96
-	MOVQ out+0(FP), R15
-	MOVQ outStride+8(FP), BX
-	MOVQ w+16(FP), R10
-	MOVQ n+32(FP), R11
-	MOVQ xqStride+72(FP), R12
-	MOVQ xdStride+80(FP), R13
-	MOVQ bsStride+88(FP), R14
-	LEAQ (R13)(R13*2), AX
+	K4ARGS
 
 row64:
-	MOVQ   R10, SI
-	MOVQ   xq+40(FP), R8
-	MOVQ   xd+48(FP), DX
-	MOVQ   bs+56(FP), R9
-	MOVQ   nsb+64(FP), CX
+	K4ROW
 	VXORPS Y11, Y11, Y11
 	VXORPS Y12, Y12, Y12
 	VXORPS Y13, Y13, Y13

@@ -1,14 +1,27 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
+// KU4ARGS loads kDotU4's and kDotU64's arguments (one signature) and
+// zeroes the float accumulators. Defined before any TEXT: vet checks a
+// macro's FP names against the function it follows.
+#define KU4ARGS \
+	MOVQ q+0(FP), SI \
+	MOVQ scl+8(FP), BX \
+	MOVQ dv+16(FP), R11 \
+	MOVQ xq+24(FP), R8 \
+	MOVQ xd+32(FP), DX \
+	MOVQ bs+40(FP), R9 \
+	MOVQ nsb+48(FP), CX \
+	MOVQ xqStride+56(FP), R12 \
+	MOVQ xdStride+64(FP), R13 \
+	MOVQ bsStride+72(FP), R14 \
+	LEAQ (R13)(R13*2), AX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
 
 // Batched K-quant path: a row is unpacked once (q4kUnpack/q6kUnpack write
 // the 256 unsigned values of each super-block in element order), then
@@ -169,7 +182,6 @@ loop:
 	VZEROUPPER
 	RET
 
-
 // func kDotU6(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb int) float32
 // kDotU for Q6_K: the offset Σ mins×bs is subtracted inside the eight
 // integer lanes (lane l: mins[2l]·bs[2l] + mins[2l+1]·bs[2l+1]) before the
@@ -307,45 +319,18 @@ loop:
 
 // func kDotU4(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 TEXT ·kDotU4(SB), NOSPLIT, $0-88
-	MOVQ q+0(FP), SI
-	MOVQ scl+8(FP), BX
-	MOVQ dv+16(FP), R11
-	MOVQ xq+24(FP), R8
-	MOVQ xd+32(FP), DX
-	MOVQ bs+40(FP), R9
-	MOVQ nsb+48(FP), CX
-	MOVQ xqStride+56(FP), R12
-	MOVQ xdStride+64(FP), R13
-	MOVQ bsStride+72(FP), R14
-	LEAQ (R13)(R13*2), AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	KU4ARGS
 	VXORPS X12, X12, X12
 
 loop:
 	KU4GROUPS(SCALES4K)
 	KU4FMAS
-	// The four min sums M_t = Σ mins·bs_t, horizontally into X8 lane t
+	// The four min sums M_t = Σ mins·bs_t, horizontally into X4 lane t
 	// (exact integers, so the pairing order is free), then accM_t +=
 	// float(M_t) × (dmin × x_d,t) as kDotU does per token.
-	LEAQ         (R14)(R14*2), DI
 	VMOVDQU      32(BX), Y8
-	VPMADDWD     (R9), Y8, Y4
-	VPMADDWD     (R9)(R14*1), Y8, Y5
-	VPMADDWD     (R9)(R14*2), Y8, Y6
-	VPMADDWD     (R9)(DI*1), Y8, Y7
-	VPHADDD      Y5, Y4, Y4
-	VPHADDD      Y7, Y6, Y6
-	VPHADDD      Y6, Y4, Y4
-	VEXTRACTI128 $1, Y4, X5
-	VPADDD       X5, X4, X4
-	VCVTDQ2PS    X4, X4
-	VMOVSS       (DX), X9
-	VINSERTPS    $0x10, (DX)(R13*1), X9, X9
-	VINSERTPS    $0x20, (DX)(R13*2), X9, X9
-	VINSERTPS    $0x30, (DX)(AX*1), X9, X9
+	MINSUMS4(Y8)
+	XD4(X9)
 	VBROADCASTSS 4(R11), X10
 	VMULPS       X10, X9, X9
 	VFMADD231PS  X9, X4, X12
@@ -373,21 +358,7 @@ loop:
 
 // func kDotU64(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 TEXT ·kDotU64(SB), NOSPLIT, $0-88
-	MOVQ q+0(FP), SI
-	MOVQ scl+8(FP), BX
-	MOVQ dv+16(FP), R11
-	MOVQ xq+24(FP), R8
-	MOVQ xd+32(FP), DX
-	MOVQ bs+40(FP), R9
-	MOVQ nsb+48(FP), CX
-	MOVQ xqStride+56(FP), R12
-	MOVQ xdStride+64(FP), R13
-	MOVQ bsStride+72(FP), R14
-	LEAQ (R13)(R13*2), AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	KU4ARGS
 
 loop:
 	KU4GROUPS(SCALES6K)

@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
 // iq4xsRows, q3kRows, q2kRows: the q4kRows scheme (one token against n
 // consecutive rows, super-block scales decoded in registers to int16 at
@@ -14,14 +15,6 @@
 // Lanes as everywhere: VPMADDUBSW then VPMADDWD by the group's int16
 // scale(s) gives lane l = scale × (elements 4l..4l+3) of each 32-value
 // group; Q3_K/Q2_K groups carry two 16-value scales, one per 128-bit lane.
-
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 #define MTERMR \
 	VPMADDWD     (R9), Y13, Y6  \

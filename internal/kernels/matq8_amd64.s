@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
 // Dot products of Q8_0 / Q4_0 weight rows with int8 activation blocks.
 //
@@ -11,14 +12,6 @@
 // saturation), adds pairs again to eight int32 lanes (VPMADDWD by ones; lane
 // l = elements 4l..4l+3), converts to float and fuses into the token's
 // accumulator with scale d_w×d_x — dotQ8Ref step for step.
-
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 #define TOKEN(XQ, XD, ACC, T0, T1) \
 	VMOVDQU     XQ, T0        \

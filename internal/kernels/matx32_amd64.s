@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
 // One token against consecutive rows of Q5_0, IQ4_NL, Q4_1 or Q5_1
 // weights: each 32-value block is decoded in registers to the int8 values
@@ -13,14 +14,6 @@
 // accumulator, X2 the min sum; constants Y7 0x0f bytes, Y6 the type's
 // constant (IQ4_NL codebook, Q5_0 0xf0, Q5_1 0x10), Y5/Y4/Y3 spread the
 // 32 qh bits to bytes (0xff where set; ggml's bytes_from_bits_32).
-
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 #define TOKEN(XQ, XD, ACC, T0, T1) \
 	VMOVDQU      XQ, T0        \

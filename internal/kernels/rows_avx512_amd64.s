@@ -1,6 +1,7 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
 // AVX-512 decode row kernels: one token against n consecutive weight rows,
 // the loop over rows in assembly. Each computes, per (row, token), exactly
@@ -39,14 +40,6 @@
 // Q4_K went 6.5 → 8.9 GB/cpu-s from 1 KiB to 4 KiB and no further at
 // 8–16 KiB. Prefetches never fault past the matrix's end.
 #define PFD 4096
-
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 // Q4_K, four tokens per pass (q4kRows4Z): a super-block's nibbles (Y0..Y7,
 // groups 0..7) and scales are decoded once and met by each token in turn.

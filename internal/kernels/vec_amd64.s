@@ -1,16 +1,10 @@
 //go:build amd64 && !noasm
 
 #include "textflag.h"
+#include "asm_amd64.h"
 
 // HSUM8 reduces the eight lanes of Y to lane 0 of its X half in the fixed
 // order of hsum8: (l0+l4)+(l2+l6), (l1+l5)+(l3+l7), then those two.
-#define HSUM8(Y, X, TX) \
-	VEXTRACTF128 $1, Y, TX \
-	VADDPS       TX, X, X  \
-	VMOVHLPS     X, X, TX  \
-	VADDPS       TX, X, X  \
-	VMOVSHDUP    X, TX     \
-	VADDSS       TX, X, X
 
 // func dotAVX(a, b *float32, n int) float32
 // n is a multiple of 8.
