@@ -35,3 +35,40 @@
 	VINSERTPS $0x10, (DX)(R13*1), X, X   \
 	VINSERTPS $0x20, (DX)(R13*2), X, X   \
 	VINSERTPS $0x30, (DX)(AX*1), X, X
+
+// MTERMR (the one-token K kernels) leaves M = Σ_k Y13[k]×bs[k] (exact int32) as float32 in X6.
+#define MTERMR \
+	VPMADDWD     (R9), Y13, Y6  \
+	VEXTRACTI128 $1, Y6, X7     \
+	VPADDD       X7, X6, X6     \
+	VPSHUFD      $0x4e, X6, X7  \
+	VPADDD       X7, X6, X6     \
+	VPSHUFD      $0xb1, X6, X7  \
+	VPADDD       X7, X6, X6     \
+	VCVTDQ2PS    X6, X6
+
+// Q4KSCALES decodes the twelve scale bytes at 4(SI) into X0 = [sc03,
+// sc47, mn03, mn47], the bytes s0..s7 then m0..m7, with a, m, c the three
+// little-endian words: sc03 = a&0x3f…, mn03 = m&0x3f…, sc47 = c&0x0f… |
+// (a>>2)&0x30…, mn47 = (c>>4)&0x0f… | (m>>2)&0x30…. In vector registers:
+// with the word-by-word scalar decode this kernel ran at half the speed in
+// cache (the scalar chain, not the multiplies, bounded it).
+#define Q4KSCALES \
+	VMOVDQU  4(SI), X0                  \
+	VPSHUFD  $0x98, X0, X1              \
+	VPSRLVD  ·q4kSclShift(SB), X1, X1   \
+	VPAND    ·q4kSclLo(SB), X1, X1      \
+	VPSHUFD  $0x40, X0, X2              \
+	VPSRLD   $2, X2, X2                 \
+	VPAND    ·q4kSclHi(SB), X2, X2      \
+	VPOR     X2, X1, X0
+
+// Q4KVECS(SW, MN) widens Q4KSCALES' bytes into SW, the words s0..s7
+// in both halves (for the chunks' VPSHUFB of q4kWordSel), and MN, the min
+// multipliers of the 16 activation sums (m0, m0, m1, m1, …, m7, m7).
+// Q4_K and Q5_K share the scale format. Clobbers X1.
+#define Q4KVECS(SW, MN) \
+	VPSHUFB   ·q4kSclDup(SB), X0, X1 \
+	VPMOVZXBW X1, SW                 \
+	VPSHUFB   ·q4kMinDup(SB), X0, X1 \
+	VPMOVZXBW X1, MN

@@ -7,17 +7,8 @@
 // bytes as Q4_K, qh[32], qs[128]). Value = nibble | fifth bit << 4, the
 // fifth bits of chunk c's low nibbles at bit 2c of qh[l], of its high
 // nibbles at bit 2c+1. The lanes, the M term and the float steps are
-// dotKRef's, as in q4kRows.
-
-#define MTERMR \
-	VPMADDWD     (R9), Y13, Y6  \
-	VEXTRACTI128 $1, Y6, X7     \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0x4e, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0xb1, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VCVTDQ2PS    X6, X6
+// dotKRef's, as in q4kRows; so is the vector scale decode (Q4KSCALES,
+// Q4KVECS with the scale words in Y11: Y14 holds the fifth-bit mask).
 
 // Q5KCHUNK: chunk c's 64 values; SL/SH shift the qh bits of its low/high
 // nibbles to bit 4 of each byte (word shifts stay inside each byte here,
@@ -34,16 +25,16 @@
 	VPAND        Y14, Y3, Y3       \
 	VPOR         Y3, Y1, Y1        \
 	VPMADDUBSW   XOFF(R8), Y0, Y0  \
-	VPBROADCASTW SOFF(SP), Y2      \
+	VPSHUFB      ·q4kWordSel+(16*SOFF)(SB), Y11, Y2 \
 	VPMADDWD     Y2, Y0, Y0        \
 	VPADDD       Y0, Y8, Y8        \
 	VPMADDUBSW   XOFF+32(R8), Y1, Y1 \
-	VPBROADCASTW SOFF+2(SP), Y3    \
+	VPSHUFB      ·q4kWordSel+(16*SOFF+32)(SB), Y11, Y3 \
 	VPMADDWD     Y3, Y1, Y1        \
 	VPADDD       Y1, Y8, Y8
 
 // func q5kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
-TEXT ·q5kRows(SB), NOSPLIT, $64-64
+TEXT ·q5kRows(SB), NOSPLIT, $0-64
 	MOVQ         out+0(FP), DI
 	MOVQ         w+8(FP), R10
 	MOVQ         n+24(FP), R11
@@ -67,36 +58,8 @@ sb:
 	PREFETCHT0 1024(SI)
 	PREFETCHT0 1088(SI)
 	PREFETCHT0 1152(SI)
-	// Scales as in q4kRows.
-	MOVL  4(SI), AX
-	MOVL  8(SI), BX
-	MOVL  12(SI), R12
-	MOVL  AX, R13
-	ANDL  $0x3f3f3f3f, R13
-	MOVL  BX, R14
-	ANDL  $0x3f3f3f3f, R14
-	SHRL  $6, AX
-	ANDL  $0x03030303, AX
-	SHLL  $4, AX
-	MOVL  R12, R15
-	ANDL  $0x0f0f0f0f, R15
-	ORL   AX, R15
-	SHRL  $6, BX
-	ANDL  $0x03030303, BX
-	SHLL  $4, BX
-	SHRL  $4, R12
-	ANDL  $0x0f0f0f0f, R12
-	ORL   BX, R12
-	VMOVD R13, X0
-	VPINSRD $1, R15, X0, X0
-	VPINSRD $2, R14, X0, X0
-	VPINSRD $3, R12, X0, X0
-	VPMOVZXBW X0, Y0
-	VMOVDQU   Y0, 0(SP)
-	VEXTRACTI128 $1, Y0, X1
-	VPUNPCKLWD X1, X1, X2
-	VPUNPCKHWD X1, X1, X3
-	VINSERTI128 $1, X3, Y2, Y13
+	Q4KSCALES
+	Q4KVECS(Y11, Y13)
 	VMOVDQU 16(SI), Y12 // qh
 
 	VPXOR Y8, Y8, Y8

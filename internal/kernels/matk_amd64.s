@@ -47,17 +47,6 @@
 // scales 0..7 then mins 0..7; Q6_K: the 16 scales), read by the group
 // macros with VPBROADCASTW; Y13 holds the 16 multipliers of bs.
 
-// MTERMR leaves M = Σ_k Y13[k]×bs[k] (exact int32) as float32 in X6.
-#define MTERMR \
-	VPMADDWD     (R9), Y13, Y6  \
-	VEXTRACTI128 $1, Y6, X7     \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0x4e, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0xb1, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VCVTDQ2PS    X6, X6
-
 #define Q4KCHUNK(OFF, XOFF, SOFF) \
 	VMOVDQU      OFF(SI), Y0       \
 	VPSRLW       $4, Y0, Y1        \
@@ -71,31 +60,6 @@
 	VPSHUFB      ·q4kWordSel+(16*SOFF+32)(SB), Y14, Y3 \
 	VPMADDWD     Y3, Y1, Y1        \
 	VPADDD       Y1, Y8, Y8
-
-// Q4KSCALES decodes the twelve scale bytes at 4(SI) into X0 = [sc03,
-// sc47, mn03, mn47], the bytes s0..s7 then m0..m7, with a, m, c the three
-// little-endian words: sc03 = a&0x3f…, mn03 = m&0x3f…, sc47 = c&0x0f… |
-// (a>>2)&0x30…, mn47 = (c>>4)&0x0f… | (m>>2)&0x30…. In vector registers:
-// with the word-by-word scalar decode this kernel ran at half the speed in
-// cache (the scalar chain, not the multiplies, bounded it).
-#define Q4KSCALES \
-	VMOVDQU  4(SI), X0                  \
-	VPSHUFD  $0x98, X0, X1              \
-	VPSRLVD  ·q4kSclShift(SB), X1, X1   \
-	VPAND    ·q4kSclLo(SB), X1, X1      \
-	VPSHUFD  $0x40, X0, X2              \
-	VPSRLD   $2, X2, X2                 \
-	VPAND    ·q4kSclHi(SB), X2, X2      \
-	VPOR     X2, X1, X0
-
-// Q4KVECS widens Q4KSCALES' bytes into Y14, the words s0..s7 in both
-// halves (for the chunks' VPSHUFB), and Y13, the min multipliers of the 16
-// activation sums (m0, m0, m1, m1, …, m7, m7).
-#define Q4KVECS \
-	VPSHUFB   ·q4kSclDup(SB), X0, X1 \
-	VPMOVZXBW X1, Y14                \
-	VPSHUFB   ·q4kMinDup(SB), X0, X1 \
-	VPMOVZXBW X1, Y13
 
 // func q4kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·q4kRows(SB), NOSPLIT, $0-64
@@ -120,7 +84,7 @@ sb:
 	PREFETCHT0 4160(SI)
 	PREFETCHT0 4224(SI)
 	Q4KSCALES
-	Q4KVECS
+	Q4KVECS(Y14, Y13)
 
 	VPXOR Y8, Y8, Y8
 	Q4KCHUNK(16, 0, 0)
@@ -222,7 +186,7 @@ sb4:
 	PREFETCHT0 4160(SI)
 	PREFETCHT0 4224(SI)
 	Q4KSCALES
-	Q4KVECS
+	Q4KVECS(Y14, Y13)
 	LEAQ         (R12)(R12*2), DI
 	VPXOR        Y4, Y4, Y4
 	VPXOR        Y5, Y5, Y5

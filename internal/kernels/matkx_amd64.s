@@ -16,16 +16,6 @@
 // scale(s) gives lane l = scale × (elements 4l..4l+3) of each 32-value
 // group; Q3_K/Q2_K groups carry two 16-value scales, one per 128-bit lane.
 
-#define MTERMR \
-	VPMADDWD     (R9), Y13, Y6  \
-	VEXTRACTI128 $1, Y6, X7     \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0x4e, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0xb1, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VCVTDQ2PS    X6, X6
-
 // SDOT(W, XOFF): Y8 += signed weights W (destroyed) · x at XOFF(R8), int16
 // scales in Y2.
 #define SDOT(W, XOFF) \

@@ -303,17 +303,6 @@ q8done:
 
 ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 
-// MTERMR leaves M = Σ_k Y13[k]×bs[k] (exact int32) as float32 in X6.
-#define MTERMR \
-	VPMADDWD     (R9), Y13, Y6  \
-	VEXTRACTI128 $1, Y6, X7     \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0x4e, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VPSHUFD      $0xb1, X6, X7  \
-	VPADDD       X7, X6, X6     \
-	VCVTDQ2PS    X6, X6
-
 // Q4KY(OFF, XOFF, S0, S1): 32 bytes of nibbles at OFF(SI) (sub-block 2c
 // low, 2c+1 high) against 64 activations at XOFF(R8); the sub-blocks'
 // scales are the dword pairs (sc, sc) at S0(SP), S1(SP), broadcast by
