@@ -257,15 +257,35 @@ func BenchmarkGemm(b *testing.B) {
 	}
 }
 
-// TestQuantizeQ8KFastEqualsGo compares the AVX-512 Q8_K quantizer with the
-// Go one on random blocks of many magnitudes and on the edge cases: NaN
+// TestQuantizeQ8KFastEqualsGo compares the AVX-512 and AVX2 Q8_K
+// quantizers (those the CPU has) with the Go one on random blocks of many
+// magnitudes and on the edge cases: NaN
 // and infinities, all-zero and −0 blocks, denormals whose −127/m
 // overflows, ties of the largest magnitude with either sign first, and
 // values on rounding ties.
 func TestQuantizeQ8KFastEqualsGo(t *testing.T) {
-	if !gemmHasF {
-		t.Skip("skipped: AVX-512 Q8_K quantizer (CPU lacks AVX512F)")
+	ran := 0
+	for _, v := range []struct {
+		name       string
+		has, force bool
+	}{{"avx512", gemmHasF, false}, {"avx2", q8kHasAVX2, true}} {
+		if !v.has {
+			t.Logf("skipped: %s Q8_K quantizer (CPU lacks it)", v.name)
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			defer func(f bool) { q8kForceAVX2 = f }(q8kForceAVX2)
+			q8kForceAVX2 = v.force
+			testQuantizeQ8KFastEqualsGo(t)
+		})
+		ran++
 	}
+	if ran == 0 {
+		t.Skip("skipped: no Q8_K quantizer variant (CPU lacks AVX2 and AVX-512)")
+	}
+}
+
+func testQuantizeQ8KFastEqualsGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	const nb = 64
 	for iter := 0; iter < 200; iter++ {

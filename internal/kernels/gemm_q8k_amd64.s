@@ -105,3 +105,129 @@ next:
 	JNZ  block
 	VZEROUPPER
 	RET
+
+// func quantizeQ8KAVX2(x *float32, q *int8, d *float32, nblocks int)
+// quantizeQ8KAVX512 in AVX2 (CPUs without AVX-512), the same steps: the
+// non-finite test is a signed compare of |x|'s bits with the largest
+// finite float's, the saturation to int8 two saturating packs (int32 →
+// int16 → int8; the same as one) and a dword permute undoing the packs'
+// per-lane order.
+TEXT ·quantizeQ8KAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nblocks+24(FP), CX
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15         // abs mask
+	MOVL $0x7f7fffff, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14         // largest finite's bits
+	VMOVDQU ·q8kPackPerm(SB), Y13
+
+block2:
+	VPXOR Y12, Y12, Y12           // running max of |x|
+	VPXOR Y11, Y11, Y11           // any |x| bits > largest finite
+	XORQ  R8, R8
+
+scan2:
+	VPAND    (SI)(R8*4), Y15, Y0
+	VPCMPGTD Y14, Y0, Y1
+	VPOR     Y1, Y11, Y11
+	VMAXPS   Y0, Y12, Y12
+	ADDQ     $8, R8
+	CMPQ     R8, $256
+	JLT      scan2
+	VPTEST   Y11, Y11
+	JNZ      zero2
+
+	VEXTRACTF128 $1, Y12, X0
+	VMAXPS       X0, X12, X12
+	VPERMILPS    $0x4e, X12, X0
+	VMAXPS       X0, X12, X12
+	VPERMILPS    $0xb1, X12, X0
+	VMAXPS       X0, X12, X12
+	VXORPS       X1, X1, X1
+	VUCOMISS     X1, X12
+	JEQ          zero2
+	VBROADCASTSS X12, Y12
+	XORQ R8, R8
+
+find2:
+	VPAND     (SI)(R8*4), Y15, Y0
+	VCMPPS    $0, Y12, Y0, Y1
+	VMOVMSKPS Y1, AX
+	TESTL     AX, AX
+	JNZ       found2
+	ADDQ      $8, R8
+	JMP       find2
+
+found2:
+	BSFL   AX, AX
+	ADDQ   R8, AX
+	VMOVSS (SI)(AX*4), X2         // m
+	MOVL   $0xc2fe0000, AX        // -127.0
+	VMOVD  AX, X3
+	VDIVSS X2, X3, X3             // iscale = -127 / m
+	VMOVD  X3, AX
+	ANDL   $0x7fffffff, AX
+	CMPL   AX, $0x7f800000
+	JEQ    zero2
+	MOVL   $0x3f800000, AX        // 1.0
+	VMOVD  AX, X4
+	VDIVSS X3, X4, X4             // d = 1 / iscale
+	VMOVSS X4, (DX)
+	VBROADCASTSS X3, Y3
+	XORQ R8, R8
+
+quant2:
+	VMULPS      (SI)(R8*4), Y3, Y0
+	VMULPS      32(SI)(R8*4), Y3, Y1
+	VMULPS      64(SI)(R8*4), Y3, Y2
+	VMULPS      96(SI)(R8*4), Y3, Y4
+	VCVTPS2DQ   Y0, Y0
+	VCVTPS2DQ   Y1, Y1
+	VCVTPS2DQ   Y2, Y2
+	VCVTPS2DQ   Y4, Y4
+	VPACKSSDW   Y1, Y0, Y0        // per lane: x0..3 x8..11 | x4..7 x12..15
+	VPACKSSDW   Y4, Y2, Y2
+	VPACKSSWB   Y2, Y0, Y0
+	VPERMD      Y0, Y13, Y0
+	VMOVDQU     Y0, (DI)(R8*1)
+	ADDQ        $32, R8
+	CMPQ        R8, $256
+	JLT         quant2
+	JMP         next2
+
+zero2:
+	VPXOR   Y0, Y0, Y0
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y0, 32(DI)
+	VMOVDQU Y0, 64(DI)
+	VMOVDQU Y0, 96(DI)
+	VMOVDQU Y0, 128(DI)
+	VMOVDQU Y0, 160(DI)
+	VMOVDQU Y0, 192(DI)
+	VMOVDQU Y0, 224(DI)
+	MOVL    $0, (DX)
+
+next2:
+	ADDQ $1024, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  block2
+	VZEROUPPER
+	RET
+
+// q8kPackPerm restores element order after VPACKSSDW/VPACKSSWB: dword j
+// of the result holds elements 4j..4j+3 of the 32 from dword p[j].
+DATA ·q8kPackPerm+0(SB)/4, $0
+DATA ·q8kPackPerm+4(SB)/4, $4
+DATA ·q8kPackPerm+8(SB)/4, $1
+DATA ·q8kPackPerm+12(SB)/4, $5
+DATA ·q8kPackPerm+16(SB)/4, $2
+DATA ·q8kPackPerm+20(SB)/4, $6
+DATA ·q8kPackPerm+24(SB)/4, $3
+DATA ·q8kPackPerm+28(SB)/4, $7
+GLOBL ·q8kPackPerm(SB), RODATA|NOPTR, $32
