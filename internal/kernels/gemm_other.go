@@ -12,3 +12,6 @@ func gemmVariant() string { return "" }
 func gemmRows(_ gguf.Type, _ *activation, base rowKernel) rowKernel { return base }
 
 func quantizeQ8KFast(x []float32, qs []int8, d []float32) { quantizeQ8KBlocks(x, qs, d) }
+
+// Without the assembly the row kernels have no preferred row multiple.
+func rowMultiple(_ gguf.Type, _ *activation) int { return 1 }

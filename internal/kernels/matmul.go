@@ -18,6 +18,9 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 	// Chunks of rows small enough for dynamic load balancing and for the
 	// chunk's weights to stay in cache while every token tile passes over it.
 	chunk := gemmChunk(a, rowChunk(m, p.threads))
+	if k := rowMultiple(m.Type, a); k > 1 { // whole row tiles per chunk
+		chunk = (chunk + k - 1) / k * k
+	}
 	n := (m.Rows + chunk - 1) / chunk
 	if p.threads == 1 || n == 1 {
 		kern(out, m, a, 0, m.Rows)
