@@ -106,11 +106,6 @@ func fTile3x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out
 	}
 }
 
-// tile3MinCols is the shortest row the 3×4 tile takes; shorter rows
-// (attention's 64-value heads) spend as long on its twelve horizontal sums
-// as on the products.
-const tile3MinCols = 256
-
 // rowMultiple is the row count MatMul's chunks are rounded up to, so a
 // chunk holds whole row tiles: three for rowsFloat's 3×4 tile (a chunk of
 // 28 rows ran its last row through the 1×4 tile, half as fast: 5% of a
@@ -118,7 +113,7 @@ const tile3MinCols = 256
 func rowMultiple(t gguf.Type, a *activation) int {
 	switch t {
 	case gguf.F16, gguf.BF16, gguf.F32:
-		if a.gp.groups == 0 && a.batch >= tile && a.cols&^7 >= tile3MinCols {
+		if a.gp.groups == 0 && a.batch >= tile {
 			return 3
 		}
 	}
@@ -146,7 +141,7 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	for ; b+tile <= a.batch; b += tile {
 		x := &a.x[b*a.cols]
 		r := r0
-		for ; n8 >= tile3MinCols && r+3 <= r1; r += 3 {
+		for ; r+3 <= r1; r += 3 {
 			fTile3x4(m.Type, &m.Data[r*rb], rb, x, n8, 4*a.cols, &res[0])
 			for t := 0; t < tile; t++ {
 				if tail {
