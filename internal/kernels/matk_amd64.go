@@ -115,15 +115,17 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 				dv[2*b], dv[2*b+1] = d, d
 			}
 		}
-		dot4 := kDotU4
-		if m.Type == gguf.Q6_K {
-			dot4 = kDotU64
-		}
 		var res [4]float32
 		t := 0
 		for ; t+4 <= a.batch; t += 4 {
-			dot4(&q[0], &scl[0], &dv[0], &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16],
-				nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			// Called directly, not through a function value, so that res
+			// stays on the stack (go:noescape holds only for direct calls).
+			xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
+			if m.Type == gguf.Q4_K {
+				kDotU4(&q[0], &scl[0], &dv[0], xq, xd, bs, nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			} else {
+				kDotU64(&q[0], &scl[0], &dv[0], xq, xd, bs, nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			}
 			for i, v := range res {
 				out[(t+i)*m.Rows+r] = v
 			}

@@ -10,8 +10,10 @@ import (
 )
 
 // TestMatMulAllocatesNothing guards the decode path's allocation budget:
-// a warmed-up MatMul (one token and a batch) and a Parallel with a bound
-// function make no heap allocation on a multi-threaded pool.
+// a warmed-up MatMul (one token, decode batches, and 8 and 20 tokens, which
+// reach the eight-token Q8_0 tile and the unpacked K-quant path) and a
+// Parallel with a bound function make no heap allocation on a
+// multi-threaded pool.
 func TestMatMulAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under -race (sync.Pool drops items at random)")
@@ -22,7 +24,7 @@ func TestMatMulAllocatesNothing(t *testing.T) {
 	forEachKernelSet(t, func(set string) {
 		for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.F32} {
 			m := randMatrix(t, r, typ, 256, 512)
-			for _, batch := range []int{1, 4, 5} {
+			for _, batch := range []int{1, 4, 5, 8, 20} {
 				x := randVec(r, batch*512, 1)
 				out := make([]float32, batch*256)
 				p.MatMul(out, m, x, batch) // warm the recycled buffers
