@@ -167,6 +167,16 @@ func (e *Engine) open(ctx context.Context, id uint64, msg Msg, st *stream) error
 	if e.closed {
 		return ErrShuttingDown
 	}
+	if ctx.Err() != nil {
+		// Already cancelled: the CancelMsg goes in right behind the
+		// request, so the machine takes both before it runs a step. Left
+		// to AfterFunc's goroutine, a short prefill could finish first and
+		// answer success for a request its caller had given up on.
+		st.stop = func() bool { return false }
+		e.mailbox = append(e.mailbox, mail{msg: msg, id: id, st: st}, mail{msg: &CancelMsg{ID: id}})
+		e.poke()
+		return nil
+	}
 	// Registered under the lock: the cancel callback posts under the lock
 	// too, so its CancelMsg reaches the machine after the request does.
 	st.stop = context.AfterFunc(ctx, func() { _ = e.post(&CancelMsg{ID: id}) })
