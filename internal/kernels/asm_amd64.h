@@ -72,3 +72,22 @@
 	VPMOVZXBW X1, SW                 \
 	VPSHUFB   ·q4kMinDup(SB), X0, X1 \
 	VPMOVZXBW X1, MN
+
+// ROWARGS / ROWHEAD: the one-token row kernels' arguments (out, w,
+// rowBytes, n, xq, xd, bs, nsb: one signature) and the per-row reset of
+// the activation pointers and accumulators. In this header, included
+// before any TEXT: vet checks a macro's FP names against the function it
+// follows.
+#define ROWARGS \
+	MOVQ out+0(FP), DI  \
+	MOVQ w+8(FP), R10   \
+	MOVQ n+24(FP), R11
+
+#define ROWHEAD \
+	MOVQ   R10, SI        \
+	MOVQ   xq+32(FP), R8  \
+	MOVQ   xd+40(FP), DX  \
+	MOVQ   bs+48(FP), R9  \
+	MOVQ   nsb+56(FP), CX \
+	VXORPS Y9, Y9, Y9     \
+	VXORPS X10, X10, X10

@@ -35,9 +35,7 @@
 
 // func q5kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·q5kRows(SB), NOSPLIT, $0-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
@@ -46,13 +44,7 @@ TEXT ·q5kRows(SB), NOSPLIT, $0-64
 	VPBROADCASTD X14, Y14
 
 row:
-	MOVQ   R10, SI
-	MOVQ   xq+32(FP), R8
-	MOVQ   xd+40(FP), DX
-	MOVQ   bs+48(FP), R9
-	MOVQ   nsb+56(FP), CX
-	VXORPS Y9, Y9, Y9
-	VXORPS X10, X10, X10
+	ROWHEAD
 
 sb:
 	PREFETCHT0 1024(SI)

@@ -63,21 +63,13 @@
 
 // func q4kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·q4kRows(SB), NOSPLIT, $0-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
 
 row:
-	MOVQ   R10, SI
-	MOVQ   xq+32(FP), R8
-	MOVQ   xd+40(FP), DX
-	MOVQ   bs+48(FP), R9
-	MOVQ   nsb+56(FP), CX
-	VXORPS Y9, Y9, Y9
-	VXORPS X10, X10, X10
+	ROWHEAD
 
 sb:
 	PREFETCHT0 4096(SI)
@@ -268,9 +260,7 @@ sb4:
 
 // func q6kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·q6kRows(SB), NOSPLIT, $64-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
@@ -279,13 +269,7 @@ TEXT ·q6kRows(SB), NOSPLIT, $64-64
 	VPBROADCASTD X14, Y14
 
 row6:
-	MOVQ   R10, SI
-	MOVQ   xq+32(FP), R8
-	MOVQ   xd+40(FP), DX
-	MOVQ   bs+48(FP), R9
-	MOVQ   nsb+56(FP), CX
-	VXORPS Y9, Y9, Y9
-	VXORPS X10, X10, X10
+	ROWHEAD
 
 sb6:
 	PREFETCHT0 4096(SI)

@@ -38,16 +38,6 @@
 	VPBROADCASTW SOFF+2(SP), X3   \
 	VINSERTI128  $1, X3, Y2, Y2
 
-// ROWHEAD / ROWTAIL: the per-row and per-super-block pointer walk.
-#define ROWHEAD \
-	MOVQ   R10, SI        \
-	MOVQ   xq+32(FP), R8  \
-	MOVQ   xd+40(FP), DX  \
-	MOVQ   bs+48(FP), R9  \
-	MOVQ   nsb+56(FP), CX \
-	VXORPS Y9, Y9, Y9     \
-	VXORPS X10, X10, X10
-
 // FMAD(DOFF): acc += float(Y8) × (d_w at DOFF(SI)) × d_x; leaves d_x in Y4.
 #define FMAD(DOFF) \
 	VCVTDQ2PS    Y8, Y8     \
@@ -90,9 +80,7 @@
 
 // func iq4xsRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·iq4xsRows(SB), NOSPLIT, $64-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
@@ -149,9 +137,7 @@ xssb:
 
 // func q3kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·q3kRows(SB), NOSPLIT, $64-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVL         $0x03030303, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
@@ -243,9 +229,7 @@ q3sb:
 
 // func q2kRows(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 TEXT ·q2kRows(SB), NOSPLIT, $64-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVL         $0x03030303, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15

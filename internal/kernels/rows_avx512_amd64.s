@@ -324,22 +324,14 @@ ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 // vector shifts and masks (kQ4KScl), the eight (scale, min) pairs stored
 // as dword pairs at 0(SP) (scales 0..3, mins 0..3) and 32(SP) (4..7).
 TEXT ·q4kRowsZ(SB), NOSPLIT, $64-64
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
 	LEAQ         ·kQ4KScl(SB), AX
 
 row:
-	MOVQ   R10, SI
-	MOVQ   xq+32(FP), R8
-	MOVQ   xd+40(FP), DX
-	MOVQ   bs+48(FP), R9
-	MOVQ   nsb+56(FP), CX
-	VXORPS Y9, Y9, Y9
-	VXORPS X10, X10, X10
+	ROWHEAD
 
 sb:
 	PREFETCHT0 PFD(SI)
@@ -400,9 +392,7 @@ sb:
 // bs + t×32×nsb (bytes; the activation layout), its result for row i at
 // out + t×outStride + 4i.
 TEXT ·q4kRows4Z(SB), NOSPLIT, $64-72
-	MOVQ         out+0(FP), DI
-	MOVQ         w+8(FP), R10
-	MOVQ         n+24(FP), R11
+	ROWARGS
 	MOVQ         nsb+56(FP), R12
 	MOVQ         R12, R13
 	MOVQ         R12, R14
