@@ -91,3 +91,10 @@
 	MOVQ   nsb+56(FP), CX \
 	VXORPS Y9, Y9, Y9     \
 	VXORPS X10, X10, X10
+
+// VZERO4 zeroes four vector registers (accumulators before a loop).
+#define VZERO4(A, B, C, D) \
+	VXORPS A, A, A \
+	VXORPS B, B, B \
+	VXORPS C, C, C \
+	VXORPS D, D, D

@@ -60,10 +60,7 @@ TEXT NAME(SB), NOSPLIT, $0-40 \
 	MOVQ   xstride+24(FP), R9        \
 	MOVQ   out+32(FP), DI            \
 	LEAQ   (R9)(R9*2), R11           \
-	VXORPS Y8, Y8, Y8                \
-	VXORPS Y9, Y9, Y9                \
-	VXORPS Y10, Y10, Y10             \
-	VXORPS Y11, Y11, Y11             \
+	VZERO4(Y8, Y9, Y10, Y11)       \
 	SHRQ   $3, CX                    \
 	JZ     done                      \
 loop:                                \
@@ -93,14 +90,8 @@ done:                                \
 #define DOT2X4(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
 	TILEARGS                          \
-	VXORPS Y8, Y8, Y8                 \
-	VXORPS Y9, Y9, Y9                 \
-	VXORPS Y10, Y10, Y10              \
-	VXORPS Y11, Y11, Y11              \
-	VXORPS Y12, Y12, Y12              \
-	VXORPS Y13, Y13, Y13              \
-	VXORPS Y14, Y14, Y14              \
-	VXORPS Y15, Y15, Y15              \
+	VZERO4(Y8, Y9, Y10, Y11)       \
+	VZERO4(Y12, Y13, Y14, Y15)     \
 	SHRQ   $3, CX                     \
 	JZ     done                       \
 loop:                                 \
@@ -156,18 +147,9 @@ done:                                 \
 #define DOT3X4(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
 	TILEARGS                          \
-	VXORPS Y0, Y0, Y0                 \
-	VXORPS Y1, Y1, Y1                 \
-	VXORPS Y2, Y2, Y2                 \
-	VXORPS Y3, Y3, Y3                 \
-	VXORPS Y4, Y4, Y4                 \
-	VXORPS Y5, Y5, Y5                 \
-	VXORPS Y6, Y6, Y6                 \
-	VXORPS Y7, Y7, Y7                 \
-	VXORPS Y8, Y8, Y8                 \
-	VXORPS Y9, Y9, Y9                 \
-	VXORPS Y10, Y10, Y10              \
-	VXORPS Y11, Y11, Y11              \
+	VZERO4(Y0, Y1, Y2, Y3)         \
+	VZERO4(Y4, Y5, Y6, Y7)         \
+	VZERO4(Y8, Y9, Y10, Y11)       \
 	SHRQ   $3, CX                     \
 	JZ     done                       \
 loop:                                 \
