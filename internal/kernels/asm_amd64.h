@@ -98,3 +98,10 @@
 	VXORPS B, B, B \
 	VXORPS C, C, C \
 	VXORPS D, D, D
+
+// ONES16(R) sets R's sixteen words to 1 (VPMADDWD's pair sum); AX and X15
+// are clobbered.
+#define ONES16(R) \
+	MOVL         $0x00010001, AX \
+	VMOVD        AX, X15         \
+	VPBROADCASTD X15, R

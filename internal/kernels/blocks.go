@@ -91,6 +91,8 @@ type Matrix struct {
 	Type       gguf.Type
 	Rows, Cols int
 	Data       []byte
+
+	q8p []byte // Q8_0 on amd64: Data repacked for the row kernels (q8pack.go)
 }
 
 // NewMatrix checks that data holds exactly rows encoded rows of cols
@@ -109,7 +111,11 @@ func NewMatrix(t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
 	if want := rb * rows; len(data) != want {
 		return nil, fmt.Errorf("%w: %s %d×%d needs %d bytes, have %d", ErrShape, t, rows, cols, want, len(data))
 	}
-	return &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}, nil
+	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}
+	if t == gguf.Q8_0 && packsQ8 {
+		m.q8p = packQ8(data, rows, cols)
+	}
+	return m, nil
 }
 
 // rowBytes is the encoded size of one row; the matrix is assumed valid.

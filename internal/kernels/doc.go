@@ -14,9 +14,14 @@
 // after the fact. The reduction order of one (row, token) dot product is
 // fixed by a single definition shared by both paths:
 //
-//   - Products are accumulated into eight float32 lanes with fused
+//   - Q8_0 has one float32 accumulator: per 32-value block the exact
+//     integer sum of the block's products, converted, times d_w×d_x, in
+//     one fused multiply-add (dotQ32Blocks; llama.cpp's repacked-kernel
+//     order). Its row kernels read the matrix repacked at load, eight rows
+//     to a vector (q8pack.go).
+//   - The other types accumulate into eight float32 lanes with fused
 //     multiply-adds. For float weights lane l takes elements l, l+8, l+16, ….
-//     For the 32-value block types, lane l takes the exact integer sum of
+//     For the other 32-value block types, lane l takes the exact integer sum of
 //     elements 4l..4l+3 times d_w×d_x, and Q4_1/Q5_1's min term m_w×s_x
 //     goes to one scalar sum added after the lanes (dotQ32Ref). For the
 //     K-quants, per 256-value super-block, lane l takes the exact integer
@@ -39,7 +44,7 @@
 // (fma32), so the assembly and the reference agree bit for bit — no
 // tolerances anywhere — and a (row, token) result does not depend on the
 // batch it ran in, its position there, the tile shape that computed it
-// (8, 4 or 1 tokens; 1 or 2 rows) or the number of threads.
+// (8, 4 or 1 tokens; 1, 2, 3 or 8 rows) or the number of threads.
 //
 // Softmax and SwiGLU use exp32, a float32 exponential (Cephes polynomial,
 // within a few ulps of e^x) whose vector form is likewise bit-identical to

@@ -109,6 +109,33 @@ func dotQ32Ref(t gguf.Type, w []byte, xq []int8, xd, xs []float32) float32 {
 	return hsum8(&acc)
 }
 
+// dotQ32Blocks is the dot product of one row of 32-value signed blocks
+// (Q8_0; Q4_0 and IQ4_NL in MatMulGGMLRepack) with a token's Q8_0
+// activation blocks: per block the exact integer sum of its 32 products,
+// converted to float32, fused-multiplied into one accumulator with the
+// rounded scale d_w×d_x. This is the order of llama.cpp's repacked x86
+// kernels (q4_0_8x8 and kin: one accumulator per output, one step per
+// block), and Q8_0's production order; llama.cpp's plain Q8_0 vec_dot is
+// dotQ32Ref's eight lanes, which MatMulGGMLQ8 keeps for the comparisons
+// with llama.cpp. One float step per block instead of eight lets the Q8_0
+// row kernels put eight rows in the lanes of one vector (q8pack.go) with
+// no convert or fused multiply-add per (row, token, block) lane, so that
+// Q8_0 products on AVX2 are bound by the integer multiplies alone.
+func dotQ32Blocks(t gguf.Type, w []byte, xq []int8, xd []float32) float32 {
+	var acc float32
+	var q [32]int8
+	bb := t.BlockBytes()
+	for b := range xd {
+		d, _ := decodeQ32(t, w[bb*b:bb*(b+1)], &q)
+		var p int32
+		for k, v := range q {
+			p += int32(v) * int32(xq[32*b+k])
+		}
+		acc = fma32(float32(p), d*xd[b], acc)
+	}
+	return acc
+}
+
 // kBlock is one 256-value K-quant super-block in the common form the K dot
 // products use: value e = dw × sv[e/16] × q[e] − dmw × mv[e/16], with
 // integer q, sv and mv. Q2_K, Q4_K, Q5_K and Q6_K have unsigned q and a
@@ -298,6 +325,9 @@ func dotRowRef(t gguf.Type, w []byte, a *activation, b int) float32 {
 		var xs []float32
 		if len(a.s) > 0 {
 			xs = a.s[b*nb : (b+1)*nb]
+		}
+		if t == gguf.Q8_0 {
+			return dotQ32Blocks(t, w, a.qs[b*a.cols:(b+1)*a.cols], a.d[b*nb:(b+1)*nb])
 		}
 		return dotQ32Ref(t, w, a.qs[b*a.cols:(b+1)*a.cols], a.d[b*nb:(b+1)*nb], xs)
 	default:

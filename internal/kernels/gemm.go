@@ -5,12 +5,14 @@ package kernels
 // From one full token group up (gemmMinBatch) a MatMul is a GEMM, and the row kernels' small
 // tiles are bound by loads and by the instructions that widen weights, not
 // by the FMA or integer-dot units. The gemm tiles take whole groups of
-// tokens (16 for Q8_0, 8 for float weights) against two (Q8_0) or six
+// tokens (16 for Q4_0, 8 for float weights) against two (Q4_0) or six
 // (float) rows, with the activations re-laid out once per MatMul so the
 // tile streams them with full-width loads. Weights are read in place from
 // the model's mmap: no repacked copy, so resident memory is unchanged (the
 // decode kernels read the same pages). The per-MatMul activation copy is
-// batch×cols bytes (Q8_0) or floats (float weights), reused across calls.
+// batch×cols bytes (Q4_0) or floats (float weights), reused across calls.
+// Q8_0 has no gemm tile: its row kernels read a copy packed at load
+// (q8pack.go) and are their own GEMM.
 //
 // Every (row, token) goes through dotQ32Ref's / dotFloatRef's operations in
 // their order — the integer block sums are exact whatever instruction forms
@@ -22,9 +24,9 @@ package kernels
 // views of the activation the row kernels finish with.
 type gemmPack struct {
 	groups int       // full token groups laid out; 0 = the gemm does not run
-	group  int       // Q8_0/Q4_0: tokens per group (16, or 8 below 16 tokens)
-	xq     []byte    // Q8_0: see gemmPackQ8
-	d16    []float32 // Q8_0, K-quants: the sixteen tokens' scales per block
+	group  int       // Q4_0: tokens per group (16, or 8 below 16 tokens)
+	xq     []byte    // Q4_0: see gemmPackQ8
+	d16    []float32 // Q4_0, K-quants: the sixteen tokens' scales per block
 	bsT    []int32   // K-quants: see gemmPackK
 	xf     []float32 // float weights: see gemmPackF
 	rows   int       // rows per tile

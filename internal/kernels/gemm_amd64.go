@@ -8,13 +8,7 @@ import (
 )
 
 //go:noescape
-func gemmQ8x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
-
-//go:noescape
 func gemmQ40x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
-
-//go:noescape
-func gemmQ8x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
 
 //go:noescape
 func gemmQ40x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
@@ -51,7 +45,7 @@ var gemmEnabled = true
 func gemmVariant() string {
 	var s string
 	if gemmEnabled && gemmHasQ8 {
-		s += "Q8_0/Q4_0 avx512-vnni 2x16 (2x8 below 16 tokens), Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
+		s += "Q4_0 avx512-vnni 2x16 (2x8 below 16 tokens), Q4_K/Q6_K avx512-vnni 1x16 on unpacked rows, "
 	}
 	if gemmEnabled && gemmHasF {
 		s += "F16/BF16/F32 avx512 6x8, "
@@ -59,19 +53,19 @@ func gemmVariant() string {
 	if s == "" {
 		return ""
 	}
-	return "gemm tiles (F16/BF16/F32 and Q8_0/Q4_0 from 8 tokens, Q4_K/Q6_K from 17): " + s[:len(s)-2] + "; row kernels: "
+	return "gemm tiles (F16/BF16/F32 and Q4_0 from 8 tokens, Q4_K/Q6_K from 17): " + s[:len(s)-2] + "; row kernels: "
 }
 
 // gemmMinBatch is the smallest batch of type t the gemm tiles take. A
 // batched decode step of one full token group is already a GEMM for the
-// float (8-token) and Q8_0/Q4_0 (16-token, and below 16 the 8-token
+// float (8-token) and Q4_0 (16-token, and below 16 the 8-token
 // gemmQ8x8) tiles; Q4_K and Q6_K keep their four-token row kernels through
 // 16 tokens. Measured one thread on 1536×2048 (BenchmarkGemmSmallBatch,
-// GFLOP/cpu-s, rows → tiles): Q8_0 at 8 tokens 47–51 → 69–78, at 16 51 →
+// GFLOP/cpu-s, rows → tiles; measured when Q8_0 had these tiles): Q8_0 at 8 tokens 47–51 → 69–78, at 16 51 →
 // 90–117; F16 at 8 40 → 74 and at 16 43 → 78; Q4_K at 16 75 → 70.
 func gemmMinBatch(t gguf.Type) int {
 	switch t {
-	case gguf.F16, gguf.BF16, gguf.F32, gguf.Q8_0, gguf.Q4_0:
+	case gguf.F16, gguf.BF16, gguf.F32, gguf.Q4_0:
 		return 8
 	}
 	return kFusedMaxBatch + 1
@@ -87,7 +81,7 @@ func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 		return base
 	}
 	switch {
-	case (t == gguf.Q8_0 || t == gguf.Q4_0) && gemmHasQ8:
+	case t == gguf.Q4_0 && gemmHasQ8:
 		gemmPackQ8(a)
 		gemmViews(a, a.gp.group, base)
 		a.gp.rows = 2
@@ -161,14 +155,9 @@ func rowsGemmQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
 			o := out[gi*G*m.Rows:]
 			for r := r0; r < rEnd; r += 2 {
 				w := &m.Data[r*rb]
-				switch {
-				case G == 8 && m.Type == gguf.Q8_0:
-					gemmQ8x8(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
-				case G == 8:
+				if G == 8 {
 					gemmQ40x8(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
-				case m.Type == gguf.Q8_0:
-					gemmQ8x16(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
-				default:
+				} else {
 					gemmQ40x16(w, rb, xp, d16, nb, &o[r], 4*m.Rows)
 				}
 			}

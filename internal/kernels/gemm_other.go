@@ -15,3 +15,9 @@ func quantizeQ8KFast(x []float32, qs []int8, d []float32) { quantizeQ8KBlocks(x,
 
 // Without the assembly the row kernels have no preferred row multiple.
 func rowMultiple(_ gguf.Type, _ *activation) int { return 1 }
+
+const packsQ8 = false
+
+func ggmlQ8Rows(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	ggmlQ8RowsRef(out, m, a, r0, r1)
+}

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// gemmQ8x16: two Q8_0 weight rows × sixteen tokens with AVX-512 VNNI (and
-// gemmQ8x8, the same over eight tokens for a batched decode step), the
+// gemmQ40x16: two Q4_0 weight rows × sixteen tokens with AVX-512 VNNI (and
+// gemmQ40x8, the same over eight tokens for a batched decode step), the
 // prefill tile (see gemm_amd64.go for the layouts and why it is bit-equal
 // to dotQ32Ref).
 //
@@ -36,12 +36,10 @@
 	VMULPS        (DX), Z30, Z30        \
 	VMOVUPS       Z30, SOFF(SP)
 
-// Weight loaders: the block's 32 signed values into Y28 (Z29..Z31 free).
-// Q8_0: 32 int8 at 2. Q4_0: 16 bytes of nibbles at 2, low nibbles
-// elements 0..15, high 16..31, value nibble−8.
-#define LOADQ8W(ADDR) \
-	VMOVDQU32 ADDR, Y28
-
+// Weight loader: the block's 32 signed values into Y28 (Z29..Z31 free).
+// Q4_0: 16 bytes of nibbles at 2, low nibbles elements 0..15, high
+// 16..31, value nibble−8. (The tiles served Q8_0 too until Q8_0 took
+// dotQ32Blocks' order and its packed kernels.)
 #define LOADQ40W(ADDR) \
 	VMOVDQU32      ADDR, X28             \
 	VPSRLW         $4, X28, X29          \
@@ -179,14 +177,8 @@ loop: \
 	VZEROUPPER \
 	RET
 
-// func gemmQ8x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
-GEMMQ(·gemmQ8x16, LOADQ8W, 34)
-
 // func gemmQ40x16(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
 GEMMQ(·gemmQ40x16, LOADQ40W, 18)
-
-// func gemmQ8x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
-GEMMQ8(·gemmQ8x8, LOADQ8W, 34)
 
 // func gemmQ40x8(w *byte, rowBytes int, xp *byte, d16 *float32, nb int, out *float32, stride int)
 GEMMQ8(·gemmQ40x8, LOADQ40W, 18)

@@ -18,7 +18,9 @@ func rowsFast(t gguf.Type, cols int) rowKernel {
 		return rowsRef
 	}
 	switch t {
-	case gguf.Q8_0, gguf.Q4_0:
+	case gguf.Q8_0:
+		return rowsQ8P
+	case gguf.Q4_0:
 		return rowsQ8
 	case gguf.Q4_K, gguf.Q6_K:
 		return rowsK

@@ -23,11 +23,6 @@
 	VMULPS      Y14, T1, T1   \
 	VFMADD231PS T1, T0, ACC
 
-#define ONES16(R) \
-	MOVL         $0x00010001, AX \
-	VMOVD        AX, X15         \
-	VPBROADCASTD X15, R
-
 // Q8_0 block: f16 d at 0, 32 int8 at 2.
 #define LOADQ8 \
 	VPBROADCASTW (SI), X14  \

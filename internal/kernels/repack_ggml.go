@@ -67,21 +67,9 @@ func (p *Pool) MatMulGGMLRepack(out []float32, m *Matrix, x []float32, batch int
 func dotRepackGGML(t gguf.Type, w []byte, a *activation, b int, gemm bool) float32 {
 	cols := a.cols
 	xq := a.qs[b*cols : (b+1)*cols]
-	bb := t.BlockBytes()
 	if a.block == 32 {
 		nb := cols / 32
-		xd := a.d[b*nb : (b+1)*nb]
-		var q [32]int8
-		var acc float32
-		for k := 0; k < nb; k++ {
-			d, _ := decodeQ32(t, w[bb*k:bb*(k+1)], &q)
-			var s int32
-			for e, v := range q {
-				s += int32(v) * int32(xq[32*k+e])
-			}
-			acc = fma32(float32(s), d*xd[k], acc)
-		}
-		return acc
+		return dotQ32Blocks(t, w, xq, a.d[b*nb:(b+1)*nb])
 	}
 	nb := cols / 256
 	xd := a.d[b*nb : (b+1)*nb]
@@ -96,7 +84,7 @@ func dotRepackGGML(t gguf.Type, w []byte, a *activation, b int, gemm bool) float
 	var k kBlock
 	var acc, accMin float32
 	for s := 0; s < nb; s++ {
-		decodeK(t, w[bb*s:bb*(s+1)], &k)
+		decodeK(t, w[t.BlockBytes()*s:t.BlockBytes()*(s+1)], &k)
 		x := xq[256*s : 256*s+256]
 		dd, dm := k.dw*xd[s], k.dmw*xd[s]
 		for g := 0; g < 256; g += span {
@@ -114,4 +102,32 @@ func dotRepackGGML(t gguf.Type, w []byte, a *activation, b int, gemm bool) float
 		}
 	}
 	return acc - accMin
+}
+
+// MatMulGGMLQ8 is MatMul for a Q8_0 matrix in the order of llama.cpp's
+// plain Q8_0 vec_dot, which its x86 CPU backend uses (it does not repack
+// Q8_0): eight integer lanes per block, each fused into its own float
+// lane, then hsum8 (dotQ32Ref). For test comparisons with llama.cpp only
+// (model.Options.GGMLRepack); production Q8_0 takes dotQ32Blocks' order.
+// On amd64 the pre-packing Q8_0 row kernels compute it, from m.Data.
+func (p *Pool) MatMulGGMLQ8(out []float32, m *Matrix, x []float32, batch int) {
+	if batch <= 0 || m.Rows == 0 {
+		return
+	}
+	a := prepareActivation(m.Type, x, batch, m.Cols, p)
+	defer actPool.Put(a)
+	const chunk = 64
+	p.Parallel((m.Rows+chunk-1)/chunk, func(i int) {
+		ggmlQ8Rows(out, m, a, i*chunk, min(m.Rows, (i+1)*chunk))
+	})
+}
+
+// ggmlQ8RowsRef is MatMulGGMLQ8's rows in Go.
+func ggmlQ8RowsRef(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	nb := a.cols / 32
+	for r := r0; r < r1; r++ {
+		for b := 0; b < a.batch; b++ {
+			out[b*m.Rows+r] = dotQ32Ref(m.Type, m.row(r), a.qs[b*a.cols:(b+1)*a.cols], a.d[b*nb:(b+1)*nb], nil)
+		}
+	}
 }

@@ -55,3 +55,48 @@ func TestMatMulGGMLRepack(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulGGMLQ8 checks the llama.cpp-order Q8_0 product against
+// dotQ32Ref's eight lanes, bit for bit, on every kernel set, for batches
+// that meet each of its tiles (1, 4, 8 tokens and the tails), rows that are
+// not a multiple of its chunk; and that it is not the production order
+// (MatMul's), which would make the emulation a no-op.
+func TestMatMulGGMLQ8(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 0))
+	p := NewPool(2)
+	defer p.Close()
+	const rows, cols = 70, 256
+	m := randMatrix(t, r, gguf.Q8_0, rows, cols)
+	for _, batch := range []int{1, 3, 4, 8, 13, 17} {
+		x := randVec(r, batch*cols, 1)
+		a := prepareActivation(m.Type, x, batch, cols, nil)
+		want := make([]float32, batch*rows)
+		nb := cols / 32
+		for row := 0; row < rows; row++ {
+			for b := 0; b < batch; b++ {
+				want[b*rows+row] = dotQ32Ref(gguf.Q8_0, m.row(row), a.qs[b*cols:(b+1)*cols], a.d[b*nb:(b+1)*nb], nil)
+			}
+		}
+		actPool.Put(a)
+		prod := make([]float32, batch*rows)
+		p.MatMul(prod, m, x, batch)
+		differ := 0
+		for i := range want {
+			if !sameBits(prod[i], want[i]) {
+				differ++
+			}
+		}
+		if differ == 0 {
+			t.Errorf("batch %d: MatMul gave llama.cpp's plain Q8_0 order on all %d results", batch, len(want))
+		}
+		forEachKernelSet(t, func(name string) {
+			got := make([]float32, batch*rows)
+			p.MatMulGGMLQ8(got, m, x, batch)
+			for i := range want {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("%s batch %d [%d]: MatMulGGMLQ8 %g, dotQ32Ref %g", name, batch, i, got[i], want[i])
+				}
+			}
+		})
+	}
+}

@@ -15,9 +15,6 @@ import (
 // operations per (row, token), so mixing them keeps I8.
 
 //go:noescape
-func q8RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
-
-//go:noescape
 func q40RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
 
 //go:noescape
@@ -47,7 +44,7 @@ func rowsFast512(t gguf.Type, cols int) rowKernel {
 		return rowsRef
 	}
 	switch t {
-	case gguf.Q8_0, gguf.Q4_0:
+	case gguf.Q4_0:
 		return rowsQ8Z
 	case gguf.Q4_K:
 		return rowsKZ
@@ -66,9 +63,9 @@ var kQ4KScl = [16]uint32{
 	0, 0x30303030, 0, 0x30303030,
 }
 
-// rowsQ8Z computes Q8_0/Q4_0 rows [r0,r1): the tokens that fill tiles of
+// rowsQ8Z computes Q4_0 rows [r0,r1): the tokens that fill tiles of
 // four or eight through rowsQ8's tiles, the others one token at a time
-// against all rows with q8RowsZ/q40RowsZ.
+// against all rows with q40RowsZ. (Q8_0 has its packed kernels, rowsQ8P.)
 func rowsQ8Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	full := a.batch &^ (tile - 1)
 	if full > 0 {
@@ -83,11 +80,7 @@ func rowsQ8Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	rb := m.rowBytes()
 	for b := full; b < a.batch; b++ {
 		xq, xd, o := &a.qs[b*a.cols], &a.d[b*nb], &out[b*m.Rows+r0]
-		if m.Type == gguf.Q8_0 {
-			q8RowsZ(&m.Data[r0*rb], rb, r1-r0, xq, xd, nb, o)
-		} else {
-			q40RowsZ(&m.Data[r0*rb], rb, r1-r0, xq, xd, nb, o)
-		}
+		q40RowsZ(&m.Data[r0*rb], rb, r1-r0, xq, xd, nb, o)
 	}
 }
 

@@ -244,63 +244,6 @@ done:                            \
 	VZEROUPPER                   \
 	RET
 
-// Q8ROW(W, ACC, T0, T1, T2): one Q8_0 block of the row at W against the
-// activation block in Y12 with scale d_x in Y14 — AVX2's TOKEN with
-// VPDPBUSD (|w| × x·sign(w), groups of four into int32) for its two
-// multiply-adds.
-#define Q8ROW(W, ACC, T0, T1, T2) \
-	VMOVDQU      2(W), T0          \
-	VPSIGNB      T0, Y12, T1       \
-	VPABSB       T0, T0            \
-	VPXOR        T2, T2, T2        \
-	VPDPBUSD     T1, T0, T2        \
-	VCVTDQ2PS    T2, T2            \
-	VPBROADCASTW (W), X0           \
-	VCVTPH2PS    X0, Y0            \
-	VMULPS       Y14, Y0, Y0       \
-	VFMADD231PS  Y0, T2, ACC
-
-// func q8RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *float32)
-// 256-bit only (see q4kRowsZ), one row after another: the weights are one
-// forward stream. Two rows at once (two FMA chains) ran faster from cache
-// but halved the streaming rate on Zen 4, whose prefetchers lose two
-// interleaved streams (1B-shape decode 19.6 → 27.9 tok/s on one row).
-TEXT ·q8RowsZ(SB), NOSPLIT, $0-56
-	MOVQ  w+0(FP), DI
-	MOVQ  rowBytes+8(FP), R9
-	MOVQ  rows+16(FP), BX
-	MOVQ  out+48(FP), R13
-	TESTQ BX, BX
-	JZ    q8done
-
-q8row:
-	MOVQ  DI, SI
-	MOVQ  xq+24(FP), R8
-	MOVQ  xd+32(FP), DX
-	MOVQ  nb+40(FP), CX
-	VXORPS Y8, Y8, Y8
-
-q8blk:
-	PREFETCHT0 PFD(SI)
-	VMOVDQU      (R8), Y12
-	VBROADCASTSS (DX), Y14
-	Q8ROW(SI, Y8, Y1, Y2, Y3)
-	ADDQ  $34, SI
-	ADDQ  $32, R8
-	ADDQ  $4, DX
-	DECQ  CX
-	JNZ   q8blk
-	HSUM8(Y8, X8, X0)
-	MOVSS X8, (R13)
-	ADDQ  $4, R13
-	ADDQ  R9, DI
-	DECQ  BX
-	JNZ   q8row
-
-q8done:
-	VZEROUPPER
-	RET
-
 ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 
 // Q4KY(OFF, XOFF, S0, S1): 32 bytes of nibbles at OFF(SI) (sub-block 2c

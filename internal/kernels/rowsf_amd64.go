@@ -112,6 +112,8 @@ func fTile3x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out
 // 135M F16 prefill).
 func rowMultiple(t gguf.Type, a *activation) int {
 	switch t {
+	case gguf.Q8_0:
+		return 8 // packed groups (rowsQ8P)
 	case gguf.F16, gguf.BF16, gguf.F32:
 		if a.gp.groups == 0 && a.batch >= tile {
 			return 3

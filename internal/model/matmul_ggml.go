@@ -19,7 +19,9 @@ import (
 //     whole 64-element steps (dotF16GGML's order), the F32 tail added in
 //     float32 with fused steps, the F16 tail in float64.
 //
-// Quantized matrices keep the kernels (their order is ggml's already).
+// Quantized matrices keep the kernels (their order is ggml's already),
+// but for Q8_0, whose production order is that of ggml's repacked kernels
+// (kernels.MatMulGGMLQ8 has its plain one), and the repacked types.
 // The option also computes SwiGLU as ggml_vec_swiglu_f32 (swiglu).
 
 // matmul is m.pool.MatMul, or the emulation for F32/F16 weights when
@@ -30,6 +32,10 @@ func (m *Model) matmul(out []float32, w *kernels.Matrix, x []float32, n, nOp int
 		// first nOp − nOp%4 go to the repacked GEMM.
 		first, gemmEnd := n-nOp, n-nOp+nOp-nOp%4
 		m.pool.MatMulGGMLRepack(out, w, x, n, func(b int) bool { return b >= first && b < gemmEnd })
+		return
+	}
+	if m.ggmlRP && w.Type == gguf.Q8_0 {
+		m.pool.MatMulGGMLQ8(out, w, x, n) // llama.cpp's plain vec_dot order
 		return
 	}
 	if !m.ggmlMM || (w.Type != gguf.F16 && w.Type != gguf.F32) {

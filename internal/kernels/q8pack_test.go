@@ -1,0 +1,91 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bulkhead-llm/bulkhead/internal/gguf"
+)
+
+// TestQ8RowsAnyRange runs each kernel set's Q8_0 row kernel on row ranges
+// that start and end inside a packed group of eight, span one, or cover
+// odd and even counts of whole groups (q8pDot1 pairs the halves), and
+// requires the reference's bits in range and untouched outputs outside.
+// The quants are raw random bytes, so −128 (which Quantize never writes,
+// and whose absolute value only fits unsigned) occurs.
+func TestQ8RowsAnyRange(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 8))
+	const rows, cols = 61, 96
+	data := make([]byte, rows*cols/32*34)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	for b := 0; b < len(data)/34; b++ {
+		binary.LittleEndian.PutUint16(data[34*b:], F32ToF16(float32(r.NormFloat64())/64))
+	}
+	m, err := NewMatrix(gguf.Q8_0, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := [][2]int{{0, 61}, {0, 8}, {0, 16}, {0, 24}, {0, 56}, {3, 5}, {5, 13}, {7, 41}, {8, 61}, {16, 60}, {57, 61}, {60, 61}}
+	for _, batch := range []int{1, 2, 4, 5, 9} {
+		x := randVec(r, batch*cols, 1)
+		want := make([]float32, batch*rows)
+		MatMulRef(want, m, x, batch)
+		forEachKernelSet(t, func(name string) {
+			kern := impl.rows(m.Type, m.Cols)
+			for _, rg := range ranges {
+				a := prepareActivation(m.Type, x, batch, cols, nil)
+				got := make([]float32, batch*rows)
+				for i := range got {
+					got[i] = -7
+				}
+				kern(got, m, a, rg[0], rg[1])
+				actPool.Put(a)
+				for b := 0; b < batch; b++ {
+					for row := 0; row < rows; row++ {
+						i := b*rows + row
+						in := row >= rg[0] && row < rg[1]
+						if in && !sameBits(got[i], want[i]) || !in && got[i] != -7 {
+							t.Fatalf("%s batch %d rows [%d,%d): out[%d] (row %d) %g, want %g (in range %v)", name, batch, rg[0], rg[1], i, row, got[i], want[i], in)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPackQ8Layout checks packQ8 against q8pack.go's layout, element by
+// element, with a row count that leaves a zero-padded last group.
+func TestPackQ8Layout(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	const rows, cols = 11, 64
+	m := randMatrix(t, r, gguf.Q8_0, rows, cols)
+	p := packQ8(m.Data, rows, cols)
+	nb := cols / 32
+	if len(p) != 2*nb*q8pBlock {
+		t.Fatalf("packed %d bytes, want %d", len(p), 2*nb*q8pBlock)
+	}
+	for row := 0; row < 16; row++ {
+		g, j := row/8, row%8
+		for b := 0; b < nb; b++ {
+			blk := p[(g*nb+b)*q8pBlock:]
+			var src []byte
+			if row < rows {
+				src = m.Data[row*nb*34+b*34:]
+			} else {
+				src = make([]byte, 34)
+			}
+			if blk[2*j] != src[0] || blk[2*j+1] != src[1] {
+				t.Fatalf("row %d block %d: scale bytes %x %x, want %x %x", row, b, blk[2*j], blk[2*j+1], src[0], src[1])
+			}
+			for e := 0; e < 32; e++ {
+				if got := blk[16+32*(e/4)+4*j+e%4]; got != src[2+e] {
+					t.Fatalf("row %d block %d quant %d: %d, want %d", row, b, e, got, src[2+e])
+				}
+			}
+		}
+	}
+}
