@@ -34,6 +34,9 @@ func kDotU6(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32,
 func kDotU4(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 
 //go:noescape
+func kDotU24(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+
+//go:noescape
 func kDotU64(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 
 //go:noescape
@@ -79,6 +82,15 @@ type kScratch struct {
 	scl, sv, mins []int16
 	q             []byte
 	dv            []float32
+	pair          kPair
+}
+
+// kPair is two unpacked Q4_K rows interleaved per super-block, as kDotU24
+// reads them.
+type kPair struct {
+	scl []int16
+	q   []byte
+	dv  []float32
 }
 
 var kScratchPool = sync.Pool{New: func() any { return new(kScratch) }}
@@ -99,6 +111,9 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	sc.scl, sc.q, sc.sv = grow(sc.scl, 32*nsb), grow(sc.q, 256*nsb), grow(sc.sv, 128*nsb)
 	sc.mins, sc.dv = grow(sc.mins, 16*nsb), grow(sc.dv, 2*nsb)
 	scl, q, sv, mins, dv := sc.scl, sc.q, sc.sv, sc.mins, sc.dv
+	if m.Type == gguf.Q4_K && a.batch >= 4 {
+		r0 = rowsKPairs(out, m, a, r0, r1, sc)
+	}
 	for r := r0; r < r1; r++ {
 		row := m.Data[r*rb : (r+1)*rb]
 		kScales(m.Type, row, scl)
@@ -141,6 +156,70 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		for ; t < a.batch; t++ {
 			out[t*m.Rows+r] = dot(&q[0], &sv[0], &mins[0], &dv[0],
 				&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
+		}
+	}
+}
+
+// rowsKPairs computes the four-token tiles of Q4_K rows [r0, r1) two rows
+// at a time (kDotU24), and the tokens past them with kDotU; it returns the
+// odd last row, left to the one-row path. All pairs of the range are
+// unpacked first, then each token tile meets every pair, so the tile's
+// activations stay in L1 while the unpacked rows (≈2 KiB per row of 2048
+// values) stream from L2: tiles outermost re-read 8 KiB of activations
+// per call from L2. The pairs go sixteen at a time, so the unpacked rows
+// stay in L2 however many rows a call has (one thread has them all).
+func rowsKPairs(out []float32, m *Matrix, a *activation, r0, r1 int, sc *kScratch) int {
+	const block = 16 // pairs unpacked at once: ≈74 KiB at 2048 values, in L2
+	for r1-r0 >= 2 {
+		hi := r0 + min(2*block, (r1-r0)&^1)
+		rowsKPairBlock(out, m, a, r0, hi, sc)
+		r0 = hi
+	}
+	return r0
+}
+
+// rowsKPairBlock is rowsKPairs over an even number of rows [r0, r1).
+func rowsKPairBlock(out []float32, m *Matrix, a *activation, r0, r1 int, sc *kScratch) {
+	nsb := a.cols / 256
+	rb := m.rowBytes()
+	np := (r1 - r0) / 2
+	p := &sc.pair
+	p.scl, p.q, p.dv = grow(p.scl, np*64*nsb), grow(p.q, np*512*nsb), grow(p.dv, np*4*nsb)
+	for i := 0; i < np; i++ {
+		scl, q, dv := p.scl[i*64*nsb:], p.q[i*512*nsb:], p.dv[i*4*nsb:]
+		for k := 0; k < 2; k++ {
+			r := r0 + 2*i + k
+			row := m.Data[r*rb : (r+1)*rb]
+			kScales(m.Type, row, sc.scl)
+			q4kUnpack(&row[0], nsb, &sc.q[0])
+			for b := 0; b < nsb; b++ {
+				copy(scl[64*b+32*k:64*b+32*k+32], sc.scl[32*b:32*b+32])
+				copy(q[512*b+256*k:512*b+256*k+256], sc.q[256*b:256*b+256])
+				dv[4*b+2*k], dv[4*b+2*k+1] = f16At(row, 144*b), f16At(row, 144*b+2)
+			}
+			if a.batch%4 != 0 { // the tokens past the tiles, one by one
+				for b := 0; b < nsb; b++ {
+					sc.dv[2*b], sc.dv[2*b+1] = dv[4*b+2*k], dv[4*b+2*k+1]
+				}
+				kScaleVectors(m.Type, sc.scl, sc.sv, sc.mins, nsb)
+				for t := a.batch &^ 3; t < a.batch; t++ {
+					out[t*m.Rows+r] = kDotU(&sc.q[0], &sc.sv[0], &sc.mins[0], &sc.dv[0],
+						&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
+				}
+			}
+		}
+	}
+	var res [8]float32
+	for t := 0; t+4 <= a.batch; t += 4 {
+		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
+		for i := 0; i < np; i++ {
+			kDotU24(&p.q[i*512*nsb], &p.scl[i*64*nsb], &p.dv[i*4*nsb], xq, xd, bs,
+				nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			r := r0 + 2*i
+			for j := 0; j < 4; j++ {
+				out[(t+j)*m.Rows+r] = res[j]
+				out[(t+j)*m.Rows+r+1] = res[4+j]
+			}
 		}
 	}
 }

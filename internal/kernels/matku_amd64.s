@@ -379,3 +379,132 @@ loop:
 	KU4STORE(Y3, X3, 12)
 	VZEROUPPER
 	RET
+
+// kDotU24: kDotU4 for two Q4_K rows at once, each token's activation
+// group loaded once for both. With one row per call the four tokens'
+// activations were re-read from L2 for every row: 128 bytes per group
+// against four cycles of multiplies, the L2's whole bandwidth. The rows
+// come interleaved per super-block (rowsK's pair scratch): 512 bytes of
+// unpacked values (row 0 then row 1), 64 int16 of kScales output (row 0's
+// 32 then row 1's), four floats d0, dmin0, d1, dmin1. Each (row, token)
+// keeps kDotU4's integer lanes and float steps, so the bits are the same.
+//
+// Registers in the groups: Y4..Y7 row 0's integer lanes (token t), Y8..Y11
+// row 1's, Y12/Y13 the rows' values, Y14/Y15 their group scales, Y0/Y1
+// products, Y2 the token's activations. The eight float accumulators and
+// the two rows' four min accumulators live in the frame: acc(r, t) at
+// 32(4r+t)(SP), accM(r) at 256+16r(SP).
+
+#define KU24TOK(XQ, A0, A1) \
+	VMOVDQU    XQ, Y2          \
+	VPMADDUBSW Y2, Y12, Y0     \
+	VPMADDUBSW Y2, Y13, Y1     \
+	VPMADDWD   Y14, Y0, Y0     \
+	VPMADDWD   Y15, Y1, Y1     \
+	VPADDD     Y0, A0, A0      \
+	VPADDD     Y1, A1, A1
+
+#define KU24GROUP(G) \
+	VMOVDQU      (32*G)(SI), Y12      \
+	VMOVDQU      (256+32*G)(SI), Y13  \
+	VPBROADCASTW (2*G)(BX), Y14       \
+	VPBROADCASTW (64+2*G)(BX), Y15    \
+	KU24TOK((32*G)(R8), Y4, Y8)          \
+	KU24TOK((32*G)(R8)(R12*1), Y5, Y9)   \
+	KU24TOK((32*G)(R8)(R12*2), Y6, Y10)  \
+	KU24TOK((32*G)(R8)(DI*1), Y7, Y11)
+
+// KU24FMA2(XD, A0, A1, OFF): token t's step for both rows: acc(r, t) at
+// OFF + 128r (SP) += float(A_r) × (d_r × x_d), d_r in Y12/Y13; the
+// activation scale is broadcast once for the two rows.
+#define KU24FMA2(XD, A0, A1, OFF) \
+	VBROADCASTSS XD, Y14           \
+	VMULPS       Y12, Y14, Y0      \
+	VMULPS       Y13, Y14, Y1      \
+	VCVTDQ2PS    A0, A0            \
+	VCVTDQ2PS    A1, A1            \
+	VMOVUPS      OFF(SP), Y2       \
+	VMOVUPS      (128+OFF)(SP), Y3 \
+	VFMADD231PS  Y0, A0, Y2        \
+	VFMADD231PS  Y1, A1, Y3        \
+	VMOVUPS      Y2, OFF(SP)       \
+	VMOVUPS      Y3, (128+OFF)(SP)
+
+// KU24MIN(R): row R's four min sums into accM(R), as kDotU4; X14 holds
+// the four tokens' activation scales (XD4, shared by the rows).
+#define KU24MIN(R) \
+	VMOVDQU      (32+64*R)(BX), Y8 \
+	MINSUMS4(Y8)                   \
+	VBROADCASTSS (4+8*R)(R11), X10 \
+	VMULPS       X10, X14, X9      \
+	VMOVUPS      (256+16*R)(SP), X1 \
+	VFMADD231PS  X9, X4, X1        \
+	VMOVUPS      X1, (256+16*R)(SP)
+
+// KU24OUT(R, T): out[4R+T] = hsum8(acc(R, T)) − accM(R)[T].
+#define KU24OUT(R, T) \
+	VMOVUPS (32*(4*R+T))(SP), Y0   \
+	HSUM8(Y0, X0, X15)             \
+	VSUBSS  (256+16*R+4*T)(SP), X0, X0 \
+	MOVSS   X0, (4*(4*R+T))(DI)
+
+// func kDotU24(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+TEXT ·kDotU24(SB), NOSPLIT, $288-88
+	KU4ARGS
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	VMOVUPS Y0, 256(SP)
+
+loop24:
+	LEAQ  (R12)(R12*2), DI
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	KU24GROUP(0)
+	KU24GROUP(1)
+	KU24GROUP(2)
+	KU24GROUP(3)
+	KU24GROUP(4)
+	KU24GROUP(5)
+	KU24GROUP(6)
+	KU24GROUP(7)
+	VBROADCASTSS (R11), Y12
+	VBROADCASTSS 8(R11), Y13
+	KU24FMA2((DX), Y4, Y8, 0)
+	KU24FMA2((DX)(R13*1), Y5, Y9, 32)
+	KU24FMA2((DX)(R13*2), Y6, Y10, 64)
+	KU24FMA2((DX)(AX*1), Y7, Y11, 96)
+	XD4(X14)
+	KU24MIN(0)
+	KU24MIN(1)
+	ADDQ $512, SI
+	ADDQ $128, BX
+	ADDQ $16, R11
+	ADDQ $256, R8
+	ADDQ $4, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  loop24
+
+	MOVQ out+80(FP), DI
+	KU24OUT(0, 0)
+	KU24OUT(0, 1)
+	KU24OUT(0, 2)
+	KU24OUT(0, 3)
+	KU24OUT(1, 0)
+	KU24OUT(1, 1)
+	KU24OUT(1, 2)
+	KU24OUT(1, 3)
+	VZEROUPPER
+	RET

@@ -89,3 +89,35 @@ func TestPackQ8Layout(t *testing.T) {
 		}
 	}
 }
+
+// TestKRowsLongRanges runs each kernel set's Q4_K/Q6_K row kernel over
+// ranges longer than one MatMul chunk (a one-thread MatMul passes every
+// row at once): rowsKPairs unpacks sixteen pairs at a time, so 70 rows
+// meet three blocks, the last one short, and an odd row; batch 21 leaves
+// a token past the four-token tiles.
+func TestKRowsLongRanges(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 1))
+	const rows, cols, batch = 70, 512, 21
+	for _, typ := range []gguf.Type{gguf.Q4_K, gguf.Q6_K} {
+		m := randMatrix(t, r, typ, rows, cols)
+		x := randVec(r, batch*cols, 1)
+		want := make([]float32, batch*rows)
+		MatMulRef(want, m, x, batch)
+		forEachKernelSet(t, func(name string) {
+			kern := impl.rows(m.Type, m.Cols)
+			for _, rg := range [][2]int{{0, rows}, {3, rows}, {1, 34}} {
+				a := prepareActivation(m.Type, x, batch, cols, nil)
+				got := make([]float32, batch*rows)
+				kern(got, m, a, rg[0], rg[1])
+				actPool.Put(a)
+				for b := 0; b < batch; b++ {
+					for row := rg[0]; row < rg[1]; row++ {
+						if i := b*rows + row; !sameBits(got[i], want[i]) {
+							t.Fatalf("%s %s rows [%d,%d): token %d row %d: %g, want %g", typ, name, rg[0], rg[1], b, row, got[i], want[i])
+						}
+					}
+				}
+			}
+		})
+	}
+}
