@@ -37,6 +37,11 @@ failed=$(grep -c -- '--- FAIL' "$log" || true)
 skipped=$(grep -c -- '--- SKIP' "$log" || true)
 echo "tests: $passed passed, $failed failed, $skipped skipped (counting subtests)"
 
+# The kernels built without assembly (-tags noasm): the pure-Go reference
+# path that non-amd64 machines run, and its own probes.
+echo "== go test -tags noasm ./internal/kernels"
+go test -count=1 -tags noasm ./internal/kernels
+
 # deploy/ is its own module (Helm and the Kubernetes types stay out of the
 # server's go.mod): render the chart for each mode and decode every object.
 echo "== deploy (helm chart)"

@@ -59,7 +59,7 @@ func gemmVariant() string {
 // gemmMinBatch is the smallest batch of type t the gemm tiles take. A
 // batched decode step of one full token group is already a GEMM for the
 // float (8-token) and Q4_0 (16-token, and below 16 the 8-token
-// gemmQ8x8) tiles; Q4_K and Q6_K keep their four-token row kernels through
+// gemmQ40x8) tiles; Q4_K and Q6_K keep their four-token row kernels through
 // 16 tokens. Measured one thread on 1536×2048 (BenchmarkGemmSmallBatch,
 // GFLOP/cpu-s, rows → tiles; measured when Q8_0 had these tiles): Q8_0 at 8 tokens 47–51 → 69–78, at 16 51 →
 // 90–117; F16 at 8 40 → 74 and at 16 43 → 78; Q4_K at 16 75 → 70.
@@ -111,7 +111,7 @@ func gemmViews(a *activation, group int, base rowKernel) {
 }
 
 // gemmPackQ8 lays out each group g of G tokens (G = 16, or 8 for a batch
-// of 8 to 15: one group for gemmQ8x8), per block b, as G/2 64-byte token
+// of 8 to 15: one group for gemmQ40x8), per block b, as G/2 64-byte token
 // pairs: dword 2l+k of pair p is bytes 4l..4l+3 of token Gg+2p+k's block,
 // each byte x stored as x^0x80 = x+128 (unsigned, for VPDPBUSD); and
 // d16[(g·nb+b)·16+t] = token Gg+t's scale of block b (t < G; a group of
@@ -143,7 +143,7 @@ func gemmPackQ8(a *activation) {
 	}
 }
 
-// rowsGemmQ8 runs gemmQ8x16 (or, for one group of eight, gemmQ8x8) over
+// rowsGemmQ8 runs gemmQ40x16 (or, for one group of eight, gemmQ40x8) over
 // row pairs × full groups, and the row kernel over the odd last row and
 // the tokens past the last group.
 func rowsGemmQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {

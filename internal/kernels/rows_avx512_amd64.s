@@ -11,16 +11,16 @@
 // int16 pairs × int16 into int32), so results are bit-equal to the
 // reference and to AVX2.
 //
-//   - q8RowsZ: 256-bit, one row after another, VPDPBUSD for the block's
-//     integer lanes.
 //   - q40RowsZ: rows i and i+rows/2 together (two FMA chains on two long
 //     streams), two 32-value blocks per 512-bit integer step; the
 //     eight-lane float FMAs of the two blocks stay one after the other.
 //   - q4kRowsZ: 256-bit, scales decoded with vector shifts and applied by
 //     VPDPWSSD with an embedded broadcast (a load, not a shuffle).
 //
-// Q6_K has no kernel here: AVX2's q6kRows already folds its offset into
-// the integer lanes in dotKRef's order.
+// Q8_0 has no kernel here: its order is one accumulator per output, and
+// the packed AVX2 kernels (q8p_amd64.s) serve both sets. Q6_K has none:
+// AVX2's q6kRows already folds its offset into the integer lanes in
+// dotKRef's order.
 //
 // 256-bit code where it is as short: CPUs that run 512-bit work on two
 // fused 256-bit ports lose the third vector port while any is in flight.
