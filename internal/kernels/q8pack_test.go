@@ -1,8 +1,10 @@
 package kernels
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
@@ -119,5 +121,26 @@ func TestKRowsLongRanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPackQ8Parallel checks that a matrix large enough to be packed by
+// several goroutines gives the bytes of one goroutine's pass, and that its
+// last run (the groups do not divide evenly) is packed too.
+func TestPackQ8Parallel(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("skipped: GOMAXPROCS is 1, packQ8 packs on one goroutine")
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	const rows, cols = 2051, 4096 // 257 groups, 9.4 MB packed
+	data := make([]byte, rows*cols/32*34)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	got := packQ8(data, rows, cols)
+	want := make([]byte, len(got))
+	packQ8Groups(want, data, rows, cols/32, 0, (rows+7)/8)
+	if !bytes.Equal(got, want) {
+		t.Fatal("parallel packQ8 differs from one pass")
 	}
 }
