@@ -34,6 +34,9 @@ func kDotU6(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32,
 func kDotU4(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 
 //go:noescape
+func kScalesQ4K(w *byte, nsb int, scl *int16)
+
+//go:noescape
 func kDotU24(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 
 //go:noescape
@@ -47,22 +50,9 @@ func kDotU(q *byte, sv *int16, mins *int16, dv *float32, xq *int8, xd *float32, 
 // 16-value activation sums (Q4_K: the sub-block's min, twice; Q6_K: 32 ×
 // scale). rowsK's batched path builds its unpacked row from them.
 func kScales(t gguf.Type, row []byte, scl []int16) {
-	le := binary.LittleEndian
 	if t == gguf.Q4_K {
-		for b := 0; b < len(row)/144; b++ {
-			s := row[144*b+q4kOffScales:]
-			a, m, c := le.Uint32(s), le.Uint32(s[4:]), le.Uint32(s[8:])
-			sc03, mn03 := a&0x3f3f3f3f, m&0x3f3f3f3f
-			sc47 := c&0x0f0f0f0f | (a>>6&0x03030303)<<4
-			mn47 := c>>4&0x0f0f0f0f | (m>>6&0x03030303)<<4
-			o := scl[32*b : 32*b+32]
-			for j := 0; j < 4; j++ {
-				o[j] = int16(sc03 >> (8 * j) & 0xff)
-				o[j+4] = int16(sc47 >> (8 * j) & 0xff)
-				lo, hi := int16(mn03>>(8*j)&0xff), int16(mn47>>(8*j)&0xff)
-				o[16+2*j], o[17+2*j] = lo, lo
-				o[24+2*j], o[25+2*j] = hi, hi
-			}
+		if nsb := len(row) / 144; nsb > 0 {
+			kScalesQ4K(&row[0], nsb, &scl[0])
 		}
 		return
 	}
@@ -72,6 +62,26 @@ func kScales(t gguf.Type, row []byte, scl []int16) {
 		for j := 0; j < 16; j++ {
 			v := int16(int8(s[j]))
 			o[j], o[16+j] = v, 32*v
+		}
+	}
+}
+
+// kScalesQ4KGo is kScalesQ4K in Go, for the test that holds them equal.
+func kScalesQ4KGo(row []byte, scl []int16) {
+	le := binary.LittleEndian
+	for b := 0; b < len(row)/144; b++ {
+		s := row[144*b+q4kOffScales:]
+		a, m, c := le.Uint32(s), le.Uint32(s[4:]), le.Uint32(s[8:])
+		sc03, mn03 := a&0x3f3f3f3f, m&0x3f3f3f3f
+		sc47 := c&0x0f0f0f0f | (a>>6&0x03030303)<<4
+		mn47 := c>>4&0x0f0f0f0f | (m>>6&0x03030303)<<4
+		o := scl[32*b : 32*b+32]
+		for j := 0; j < 4; j++ {
+			o[j] = int16(sc03 >> (8 * j) & 0xff)
+			o[j+4] = int16(sc47 >> (8 * j) & 0xff)
+			lo, hi := int16(mn03>>(8*j)&0xff), int16(mn47>>(8*j)&0xff)
+			o[16+2*j], o[17+2*j] = lo, lo
+			o[24+2*j], o[25+2*j] = hi, hi
 		}
 	}
 }

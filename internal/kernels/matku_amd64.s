@@ -508,3 +508,25 @@ loop24:
 	KU24OUT(1, 3)
 	VZEROUPPER
 	RET
+
+// func kScalesQ4K(w *byte, nsb int, scl *int16)
+// kScales for Q4_K with the vector scale decode of q4kRows (Q4KSCALES,
+// Q4KVECS): per super-block 32 int16, [0:8) the sub-block scales ([8:16)
+// the same again, which no reader uses), [16:32) the mins, each twice.
+// In Go it was 4.7 % of a 1B Q4_K_M prefill.
+TEXT ·kScalesQ4K(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ nsb+8(FP), CX
+	MOVQ scl+16(FP), DI
+
+ksloop:
+	Q4KSCALES
+	Q4KVECS(Y2, Y3)
+	VMOVDQU Y2, (DI)
+	VMOVDQU Y3, 32(DI)
+	ADDQ    $144, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     ksloop
+	VZEROUPPER
+	RET
