@@ -40,6 +40,9 @@ func kScalesQ4K(w *byte, nsb int, scl *int16)
 func kDotU24(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 
 //go:noescape
+func kDotU264(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+
+//go:noescape
 func kDotU64(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 
 //go:noescape
@@ -121,7 +124,7 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	sc.scl, sc.q, sc.sv = grow(sc.scl, 32*nsb), grow(sc.q, 256*nsb), grow(sc.sv, 128*nsb)
 	sc.mins, sc.dv = grow(sc.mins, 16*nsb), grow(sc.dv, 2*nsb)
 	scl, q, sv, mins, dv := sc.scl, sc.q, sc.sv, sc.mins, sc.dv
-	if m.Type == gguf.Q4_K && a.batch >= 4 {
+	if a.batch >= 4 {
 		r0 = rowsKPairs(out, m, a, r0, r1, sc)
 	}
 	for r := r0; r < r1; r++ {
@@ -201,19 +204,32 @@ func rowsKPairBlock(out []float32, m *Matrix, a *activation, r0, r1 int, sc *kSc
 			r := r0 + 2*i + k
 			row := m.Data[r*rb : (r+1)*rb]
 			kScales(m.Type, row, sc.scl)
-			q4kUnpack(&row[0], nsb, &sc.q[0])
+			if m.Type == gguf.Q4_K {
+				q4kUnpack(&row[0], nsb, &sc.q[0])
+			} else {
+				q6kUnpack(&row[0], nsb, &sc.q[0])
+			}
 			for b := 0; b < nsb; b++ {
 				copy(scl[64*b+32*k:64*b+32*k+32], sc.scl[32*b:32*b+32])
 				copy(q[512*b+256*k:512*b+256*k+256], sc.q[256*b:256*b+256])
-				dv[4*b+2*k], dv[4*b+2*k+1] = f16At(row, 144*b), f16At(row, 144*b+2)
+				if m.Type == gguf.Q4_K {
+					dv[4*b+2*k], dv[4*b+2*k+1] = f16At(row, 144*b), f16At(row, 144*b+2)
+				} else {
+					d := f16At(row, 210*b+q6kOffD)
+					dv[4*b+2*k], dv[4*b+2*k+1] = d, d
+				}
 			}
 			if a.batch%4 != 0 { // the tokens past the tiles, one by one
 				for b := 0; b < nsb; b++ {
 					sc.dv[2*b], sc.dv[2*b+1] = dv[4*b+2*k], dv[4*b+2*k+1]
 				}
 				kScaleVectors(m.Type, sc.scl, sc.sv, sc.mins, nsb)
+				dot := kDotU
+				if m.Type == gguf.Q6_K {
+					dot = kDotU6
+				}
 				for t := a.batch &^ 3; t < a.batch; t++ {
-					out[t*m.Rows+r] = kDotU(&sc.q[0], &sc.sv[0], &sc.mins[0], &sc.dv[0],
+					out[t*m.Rows+r] = dot(&sc.q[0], &sc.sv[0], &sc.mins[0], &sc.dv[0],
 						&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
 				}
 			}
@@ -223,8 +239,15 @@ func rowsKPairBlock(out []float32, m *Matrix, a *activation, r0, r1 int, sc *kSc
 	for t := 0; t+4 <= a.batch; t += 4 {
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
 		for i := 0; i < np; i++ {
-			kDotU24(&p.q[i*512*nsb], &p.scl[i*64*nsb], &p.dv[i*4*nsb], xq, xd, bs,
-				nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			// Called directly, not through a function value, so that res
+			// stays on the stack.
+			if m.Type == gguf.Q4_K {
+				kDotU24(&p.q[i*512*nsb], &p.scl[i*64*nsb], &p.dv[i*4*nsb], xq, xd, bs,
+					nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			} else {
+				kDotU264(&p.q[i*512*nsb], &p.scl[i*64*nsb], &p.dv[i*4*nsb], xq, xd, bs,
+					nsb, a.cols, 4*nsb, 2*(a.cols/16), &res[0])
+			}
 			r := r0 + 2*i
 			for j := 0; j < 4; j++ {
 				out[(t+j)*m.Rows+r] = res[j]

@@ -530,3 +530,99 @@ ksloop:
 	JNZ     ksloop
 	VZEROUPPER
 	RET
+
+// kDotU264: kDotU64 (Q6_K) for two rows at once, in kDotU24's layout and
+// frame (dv holds d twice per row; no min accumulators: Q6_K's offset is
+// subtracted inside each (row, token)'s integer lanes before the
+// conversion, as kDotU64 does).
+
+#define KU26GROUP(G) \
+	VMOVDQU      (32*G)(SI), Y12      \
+	VMOVDQU      (256+32*G)(SI), Y13  \
+	VPBROADCASTW (4*G)(BX), X14       \
+	VPBROADCASTW (4*G+2)(BX), X0      \
+	VINSERTI128  $1, X0, Y14, Y14     \
+	VPBROADCASTW (64+4*G)(BX), X15    \
+	VPBROADCASTW (64+4*G+2)(BX), X0   \
+	VINSERTI128  $1, X0, Y15, Y15     \
+	KU24TOK((32*G)(R8), Y4, Y8)          \
+	KU24TOK((32*G)(R8)(R12*1), Y5, Y9)   \
+	KU24TOK((32*G)(R8)(R12*2), Y6, Y10)  \
+	KU24TOK((32*G)(R8)(DI*1), Y7, Y11)
+
+// KU26OFF(BS, A0, A1): token t's offset terms, row 0's multipliers in Y12,
+// row 1's in Y13, subtracted from its two rows' lanes.
+#define KU26OFF(BS, A0, A1) \
+	VPMADDWD BS, Y12, Y0 \
+	VPMADDWD BS, Y13, Y1 \
+	VPSUBD   Y0, A0, A0  \
+	VPSUBD   Y1, A1, A1
+
+#define KU26OUT(R, T) \
+	VMOVUPS (32*(4*R+T))(SP), Y0   \
+	HSUM8(Y0, X0, X15)             \
+	MOVSS   X0, (4*(4*R+T))(DI)
+
+// func kDotU264(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
+TEXT ·kDotU264(SB), NOSPLIT, $256-88
+	KU4ARGS
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+
+loop26:
+	LEAQ  (R12)(R12*2), DI
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	KU26GROUP(0)
+	KU26GROUP(1)
+	KU26GROUP(2)
+	KU26GROUP(3)
+	KU26GROUP(4)
+	KU26GROUP(5)
+	KU26GROUP(6)
+	KU26GROUP(7)
+	LEAQ    (R14)(R14*2), DI
+	VMOVDQU 32(BX), Y12
+	VMOVDQU 96(BX), Y13
+	KU26OFF((R9), Y4, Y8)
+	KU26OFF((R9)(R14*1), Y5, Y9)
+	KU26OFF((R9)(R14*2), Y6, Y10)
+	KU26OFF((R9)(DI*1), Y7, Y11)
+	VBROADCASTSS (R11), Y12
+	VBROADCASTSS 8(R11), Y13
+	KU24FMA2((DX), Y4, Y8, 0)
+	KU24FMA2((DX)(R13*1), Y5, Y9, 32)
+	KU24FMA2((DX)(R13*2), Y6, Y10, 64)
+	KU24FMA2((DX)(AX*1), Y7, Y11, 96)
+	ADDQ $512, SI
+	ADDQ $128, BX
+	ADDQ $16, R11
+	ADDQ $256, R8
+	ADDQ $4, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  loop26
+
+	MOVQ out+80(FP), DI
+	KU26OUT(0, 0)
+	KU26OUT(0, 1)
+	KU26OUT(0, 2)
+	KU26OUT(0, 3)
+	KU26OUT(1, 0)
+	KU26OUT(1, 1)
+	KU26OUT(1, 2)
+	KU26OUT(1, 3)
+	VZEROUPPER
+	RET

@@ -11,6 +11,6 @@ func Variants() string {
 			"AVX2 for token tiles, Q8_0 (packed 8-row q8pDot4/q8pDot1), Q6_K (q6kRows) and the other types"
 	}
 	return gemmVariant() + "Q4_K/Q6_K: q4kRows/q6kRows, four tokens per pass (q4kRows4/q6kRows4) up to 16, " +
-		"unpacked above (Q4_K two rows x four tokens, kDotU24; Q6_K kDotU64); Q8_0: packed 8-row kernels (8 rows x 4 tokens prefill, 16 rows x 1 decode); Q4_0: q8 asm tiles (1x8 prefill); Q4_1/Q5_0/Q5_1/IQ4_NL: fused row kernels per token; " +
+		"unpacked above (two rows x four tokens: kDotU24, Q6_K kDotU264); Q8_0: packed 8-row kernels (8 rows x 4 tokens prefill, 16 rows x 1 decode); Q4_0: q8 asm tiles (1x8 prefill); Q4_1/Q5_0/Q5_1/IQ4_NL: fused row kernels per token; " +
 		"Q2_K/Q3_K/Q5_K/IQ4_XS: fused row kernels per token; F16/BF16/F32: two-stream decode rows, 3x4/2x4 prefill tiles"
 }
