@@ -23,6 +23,50 @@
 	VXORPS Y2, Y2, Y2 \
 	VXORPS Y3, Y3, Y3
 
+// kDotU24/kDotU264's shared steps (see kDotU24 below), defined before any
+// TEXT: vet checks a macro's SP offsets against the function it follows.
+//
+// KU24ZERO zeroes the eight float accumulators in the frame (Y0 is zero
+// after KU4ARGS).
+#define KU24ZERO \
+	VMOVUPS Y0, 0(SP) \
+	VMOVUPS Y0, 32(SP) \
+	VMOVUPS Y0, 64(SP) \
+	VMOVUPS Y0, 96(SP) \
+	VMOVUPS Y0, 128(SP) \
+	VMOVUPS Y0, 160(SP) \
+	VMOVUPS Y0, 192(SP) \
+	VMOVUPS Y0, 224(SP)
+
+// KU24RESET zeroes the eight integer lanes of a super-block; DI = 3×R12.
+#define KU24RESET \
+	LEAQ  (R12)(R12*2), DI \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	VPXOR Y10, Y10, Y10 \
+	VPXOR Y11, Y11, Y11
+
+// KU24FMAS: the four tokens' float steps for both rows.
+#define KU24FMAS \
+	KU24FMA2((DX), Y4, Y8, 0) \
+	KU24FMA2((DX)(R13*1), Y5, Y9, 32) \
+	KU24FMA2((DX)(R13*2), Y6, Y10, 64) \
+	KU24FMA2((DX)(AX*1), Y7, Y11, 96)
+
+// KU24ADVANCE moves to the next super-block of the pair layout.
+#define KU24ADVANCE \
+	ADDQ $512, SI \
+	ADDQ $128, BX \
+	ADDQ $16, R11 \
+	ADDQ $256, R8 \
+	ADDQ $4, DX \
+	ADDQ $32, R9 \
+	DECQ CX
+
 // Batched K-quant path: a row is unpacked once (q4kUnpack/q6kUnpack write
 // the 256 unsigned values of each super-block in element order), then
 // kDotU meets it with each token. The integer lanes are the same exact
@@ -451,26 +495,11 @@ loop:
 // func kDotU24(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 TEXT ·kDotU24(SB), NOSPLIT, $288-88
 	KU4ARGS
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y0, 128(SP)
-	VMOVUPS Y0, 160(SP)
-	VMOVUPS Y0, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	KU24ZERO
 	VMOVUPS Y0, 256(SP)
 
 loop24:
-	LEAQ  (R12)(R12*2), DI
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y10, Y10, Y10
-	VPXOR Y11, Y11, Y11
+	KU24RESET
 	KU24GROUP(0)
 	KU24GROUP(1)
 	KU24GROUP(2)
@@ -481,20 +510,11 @@ loop24:
 	KU24GROUP(7)
 	VBROADCASTSS (R11), Y12
 	VBROADCASTSS 8(R11), Y13
-	KU24FMA2((DX), Y4, Y8, 0)
-	KU24FMA2((DX)(R13*1), Y5, Y9, 32)
-	KU24FMA2((DX)(R13*2), Y6, Y10, 64)
-	KU24FMA2((DX)(AX*1), Y7, Y11, 96)
+	KU24FMAS
 	XD4(X14)
 	KU24MIN(0)
 	KU24MIN(1)
-	ADDQ $512, SI
-	ADDQ $128, BX
-	ADDQ $16, R11
-	ADDQ $256, R8
-	ADDQ $4, DX
-	ADDQ $32, R9
-	DECQ CX
+	KU24ADVANCE
 	JNZ  loop24
 
 	MOVQ out+80(FP), DI
@@ -566,25 +586,10 @@ ksloop:
 // func kDotU264(q *byte, scl *int16, dv *float32, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int, out *float32)
 TEXT ·kDotU264(SB), NOSPLIT, $256-88
 	KU4ARGS
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y0, 128(SP)
-	VMOVUPS Y0, 160(SP)
-	VMOVUPS Y0, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	KU24ZERO
 
 loop26:
-	LEAQ  (R12)(R12*2), DI
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y10, Y10, Y10
-	VPXOR Y11, Y11, Y11
+	KU24RESET
 	KU26GROUP(0)
 	KU26GROUP(1)
 	KU26GROUP(2)
@@ -602,17 +607,8 @@ loop26:
 	KU26OFF((R9)(DI*1), Y7, Y11)
 	VBROADCASTSS (R11), Y12
 	VBROADCASTSS 8(R11), Y13
-	KU24FMA2((DX), Y4, Y8, 0)
-	KU24FMA2((DX)(R13*1), Y5, Y9, 32)
-	KU24FMA2((DX)(R13*2), Y6, Y10, 64)
-	KU24FMA2((DX)(AX*1), Y7, Y11, 96)
-	ADDQ $512, SI
-	ADDQ $128, BX
-	ADDQ $16, R11
-	ADDQ $256, R8
-	ADDQ $4, DX
-	ADDQ $32, R9
-	DECQ CX
+	KU24FMAS
+	KU24ADVANCE
 	JNZ  loop26
 
 	MOVQ out+80(FP), DI
