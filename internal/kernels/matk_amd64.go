@@ -98,8 +98,8 @@ type kScratch struct {
 	pair          kPair
 }
 
-// kPair is two unpacked Q4_K rows interleaved per super-block, as kDotU24
-// reads them.
+// kPair is pairs of unpacked Q4_K/Q6_K rows interleaved per super-block,
+// as kDotU24/kDotU264 read them.
 type kPair struct {
 	scl []int16
 	q   []byte
@@ -123,26 +123,10 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	defer kScratchPool.Put(sc)
 	sc.scl, sc.q, sc.sv = grow(sc.scl, 32*nsb), grow(sc.q, 256*nsb), grow(sc.sv, 128*nsb)
 	sc.mins, sc.dv = grow(sc.mins, 16*nsb), grow(sc.dv, 2*nsb)
-	scl, q, sv, mins, dv := sc.scl, sc.q, sc.sv, sc.mins, sc.dv
-	if a.batch >= 4 {
-		r0 = rowsKPairs(out, m, a, r0, r1, sc)
-	}
-	for r := r0; r < r1; r++ {
-		row := m.Data[r*rb : (r+1)*rb]
-		kScales(m.Type, row, scl)
-		if m.Type == gguf.Q4_K {
-			q4kUnpack(&row[0], nsb, &q[0])
-		} else {
-			q6kUnpack(&row[0], nsb, &q[0])
-		}
-		for b := 0; b < nsb; b++ {
-			if m.Type == gguf.Q4_K {
-				dv[2*b], dv[2*b+1] = f16At(row, 144*b), f16At(row, 144*b+2)
-			} else {
-				d := f16At(row, 210*b+q6kOffD)
-				dv[2*b], dv[2*b+1] = d, d
-			}
-		}
+	scl, q, dv := sc.scl, sc.q, sc.dv
+	r0 = rowsKPairs(out, m, a, r0, r1, sc) // batch > kFusedMaxBatch: tiles of four exist
+	for r := r0; r < r1; r++ {             // the odd row rowsKPairs leaves
+		sc.unpackRow(m.Type, m.Data[r*rb:(r+1)*rb], nsb)
 		var res [4]float32
 		t := 0
 		for ; t+4 <= a.batch; t += 4 {
@@ -158,25 +142,52 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 				out[(t+i)*m.Rows+r] = v
 			}
 		}
-		if t == a.batch {
-			continue
-		}
-		kScaleVectors(m.Type, scl, sv, mins, nsb)
-		dot := kDotU
-		if m.Type == gguf.Q6_K {
-			dot = kDotU6
-		}
-		for ; t < a.batch; t++ {
-			out[t*m.Rows+r] = dot(&q[0], &sv[0], &mins[0], &dv[0],
-				&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
+		kTailTokens(out, m, a, r, t, sc)
+	}
+}
+
+// unpackRow fills sc.scl (kScales), sc.q (the 256 unpacked values per
+// super-block) and sc.dv (d, dmin per super-block; Q6_K: d twice) from
+// one encoded row.
+func (sc *kScratch) unpackRow(t gguf.Type, row []byte, nsb int) {
+	kScales(t, row, sc.scl)
+	if t == gguf.Q4_K {
+		q4kUnpack(&row[0], nsb, &sc.q[0])
+	} else {
+		q6kUnpack(&row[0], nsb, &sc.q[0])
+	}
+	for b := 0; b < nsb; b++ {
+		if t == gguf.Q4_K {
+			sc.dv[2*b], sc.dv[2*b+1] = f16At(row, 144*b), f16At(row, 144*b+2)
+		} else {
+			d := f16At(row, 210*b+q6kOffD)
+			sc.dv[2*b], sc.dv[2*b+1] = d, d
 		}
 	}
 }
 
-// rowsKPairs computes the four-token tiles of Q4_K rows [r0, r1) two rows
-// at a time (kDotU24), and the tokens past them with kDotU; it returns the
-// odd last row, left to the one-row path. All pairs of the range are
-// unpacked first, then each token tile meets every pair, so the tile's
+// kTailTokens computes row r (unpacked in sc) for tokens [t0, batch), one
+// at a time (kDotU / kDotU6).
+func kTailTokens(out []float32, m *Matrix, a *activation, r, t0 int, sc *kScratch) {
+	if t0 >= a.batch {
+		return
+	}
+	nsb := a.cols / 256
+	kScaleVectors(m.Type, sc.scl, sc.sv, sc.mins, nsb)
+	dot := kDotU
+	if m.Type == gguf.Q6_K {
+		dot = kDotU6
+	}
+	for t := t0; t < a.batch; t++ {
+		out[t*m.Rows+r] = dot(&sc.q[0], &sc.sv[0], &sc.mins[0], &sc.dv[0],
+			&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
+	}
+}
+
+// rowsKPairs computes the four-token tiles of Q4_K/Q6_K rows [r0, r1) two
+// rows at a time (kDotU24/kDotU264), and the tokens past them one by one
+// (kTailTokens); it returns the odd last row, left to the one-row path.
+// All pairs of the range are unpacked first, then each token tile meets every pair, so the tile's
 // activations stay in L1 while the unpacked rows (≈2 KiB per row of 2048
 // values) stream from L2: tiles outermost re-read 8 KiB of activations
 // per call from L2. The pairs go sixteen at a time, so the unpacked rows
@@ -202,37 +213,13 @@ func rowsKPairBlock(out []float32, m *Matrix, a *activation, r0, r1 int, sc *kSc
 		scl, q, dv := p.scl[i*64*nsb:], p.q[i*512*nsb:], p.dv[i*4*nsb:]
 		for k := 0; k < 2; k++ {
 			r := r0 + 2*i + k
-			row := m.Data[r*rb : (r+1)*rb]
-			kScales(m.Type, row, sc.scl)
-			if m.Type == gguf.Q4_K {
-				q4kUnpack(&row[0], nsb, &sc.q[0])
-			} else {
-				q6kUnpack(&row[0], nsb, &sc.q[0])
-			}
+			sc.unpackRow(m.Type, m.Data[r*rb:(r+1)*rb], nsb)
 			for b := 0; b < nsb; b++ {
 				copy(scl[64*b+32*k:64*b+32*k+32], sc.scl[32*b:32*b+32])
 				copy(q[512*b+256*k:512*b+256*k+256], sc.q[256*b:256*b+256])
-				if m.Type == gguf.Q4_K {
-					dv[4*b+2*k], dv[4*b+2*k+1] = f16At(row, 144*b), f16At(row, 144*b+2)
-				} else {
-					d := f16At(row, 210*b+q6kOffD)
-					dv[4*b+2*k], dv[4*b+2*k+1] = d, d
-				}
+				dv[4*b+2*k], dv[4*b+2*k+1] = sc.dv[2*b], sc.dv[2*b+1]
 			}
-			if a.batch%4 != 0 { // the tokens past the tiles, one by one
-				for b := 0; b < nsb; b++ {
-					sc.dv[2*b], sc.dv[2*b+1] = dv[4*b+2*k], dv[4*b+2*k+1]
-				}
-				kScaleVectors(m.Type, sc.scl, sc.sv, sc.mins, nsb)
-				dot := kDotU
-				if m.Type == gguf.Q6_K {
-					dot = kDotU6
-				}
-				for t := a.batch &^ 3; t < a.batch; t++ {
-					out[t*m.Rows+r] = dot(&sc.q[0], &sc.sv[0], &sc.mins[0], &sc.dv[0],
-						&a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb)
-				}
-			}
+			kTailTokens(out, m, a, r, a.batch&^3, sc)
 		}
 	}
 	var res [8]float32
