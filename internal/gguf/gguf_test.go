@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -420,5 +421,25 @@ func TestWriteFileIsReadableByOthers(t *testing.T) {
 	}
 	if got := st.Mode().Perm(); got != 0o644 {
 		t.Errorf("mode %v, want -rw-r--r--", st.Mode().Perm())
+	}
+}
+
+// TestTypeTableEdges checks the type table's lookups at its edges: the
+// numbers GGML retired and numbers past the table are unknown (no block
+// size, a numbered name) and never index out of it.
+func TestTypeTableEdges(t *testing.T) {
+	for _, typ := range []Type{4, 5, 31, 33, 36, 38, 40, 1 << 20, 1<<32 - 1} {
+		if typ.Known() || typ.BlockElems() != 0 || typ.BlockBytes() != 0 {
+			t.Errorf("type %d: Known %v, %d elements in %d bytes", uint32(typ), typ.Known(), typ.BlockElems(), typ.BlockBytes())
+		}
+		if _, err := typ.RowBytes(256); err == nil {
+			t.Errorf("type %d: RowBytes gave no error", uint32(typ))
+		}
+		if got, want := typ.String(), fmt.Sprintf("type(%d)", uint32(typ)); got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
+	}
+	if !MXFP4.Known() || MXFP4.BlockElems() != 32 || MXFP4.BlockBytes() != 17 || F32.String() != "F32" {
+		t.Errorf("known types: MXFP4 %v %d/%d, F32 %q", MXFP4.Known(), MXFP4.BlockElems(), MXFP4.BlockBytes(), F32.String())
 	}
 }

@@ -52,9 +52,12 @@ type typeTraits struct {
 	blockBytes int // bytes per block
 }
 
-// traits is GGML's table of block layouts (ggml.c type_traits). Numbers GGML
-// has retired (4, 5, 31–33, 36–38) are absent: a file using one is malformed.
-var traits = map[Type]typeTraits{
+// traits is GGML's table of block layouts (ggml.c type_traits), indexed by
+// type; numbers GGML has retired (4, 5, 31–33, 36–38) have no name, and a
+// file using one is malformed. An array and not a map: the kernels ask a
+// matrix's row size in every work item of every product (a map lookup was
+// a fifth of a decode step's fixed cost).
+var traits = [...]typeTraits{
 	F32:     {"F32", 1, 4},
 	F16:     {"F16", 1, 2},
 	Q4_0:    {"Q4_0", 32, 18},   // f16 scale + 16 bytes of nibbles
@@ -92,10 +95,18 @@ var traits = map[Type]typeTraits{
 // Known reports whether GGML defines type t, so that its tensors' sizes can
 // be computed and a file holding them is well formed. It says nothing about
 // whether bulkhead can compute with t.
-func (t Type) Known() bool { _, ok := traits[t]; return ok }
+func (t Type) Known() bool { _, ok := t.traits(); return ok }
+
+// traits is t's row of the table, and whether GGML defines t.
+func (t Type) traits() (typeTraits, bool) {
+	if uint64(t) >= uint64(len(traits)) || traits[t].name == "" {
+		return typeTraits{}, false
+	}
+	return traits[t], true
+}
 
 func (t Type) String() string {
-	if tr, ok := traits[t]; ok {
+	if tr, ok := t.traits(); ok {
 		return tr.name
 	}
 	return fmt.Sprintf("type(%d)", uint32(t))
@@ -103,15 +114,15 @@ func (t Type) String() string {
 
 // BlockElems is the number of elements in one quantization block (1 for
 // plain float types). It is 0 for an unknown type.
-func (t Type) BlockElems() int { return traits[t].blockElems }
+func (t Type) BlockElems() int { tr, _ := t.traits(); return tr.blockElems }
 
 // BlockBytes is the encoded size of one block. It is 0 for an unknown type.
-func (t Type) BlockBytes() int { return traits[t].blockBytes }
+func (t Type) BlockBytes() int { tr, _ := t.traits(); return tr.blockBytes }
 
 // RowBytes returns the encoded size of n elements of type t, or an error if
 // t is unknown or n is not a whole number of blocks.
 func (t Type) RowBytes(n int) (int, error) {
-	tr, ok := traits[t]
+	tr, ok := t.traits()
 	if !ok {
 		return 0, fmt.Errorf("gguf: unknown tensor type %s", t)
 	}

@@ -142,8 +142,8 @@ func BenchmarkDecode1B(b *testing.B) {
 }
 
 // BenchmarkDecodeSplit is one token through the Llama-1B layer mix of
-// Q8_0 and Q4_K products (cycled over ≥ 512 MB, beyond the last-level
-// cache of most hosts) on two threads, MatMul's ranged split against
+// products of one type at a time (Q8_0, Q4_K, Q6_K, F16; cycled over ≥
+// 512 MB, beyond the last-level cache of most hosts) on two threads, MatMul's ranged split against
 // chunks handed out in turn. The two alternate pass by pass and each
 // reports its best pass as a fraction of the best read probe taken between
 // passes ("of-probe"): on a shared host the neighbours' traffic comes in
@@ -153,7 +153,7 @@ func BenchmarkDecodeSplit(b *testing.B) {
 	p := NewPool(2)
 	defer p.Close()
 	probe := make([]byte, 512<<20)
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K} {
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_K, gguf.Q6_K, gguf.F16} {
 		var ms []*Matrix
 		total := 0
 		for total < 512<<20 {
@@ -190,4 +190,72 @@ func BenchmarkDecodeSplit(b *testing.B) {
 			b.ReportMetric(bestProbe/1e9, "probe-GB/s")
 		})
 	}
+}
+
+// BenchmarkDecodeStep1B is one decode token through every product of the
+// Llama-3.2-1B shape as llama.cpp's Q4_K_M writes it (Q4_K, with Q6_K for
+// half the layers' attn_v and ffn_down and for the 32000-row output), 608
+// MB on two threads. Each pass is followed by the read probe over as many
+// bytes and by "stream", a pass that runs MatMul's ranged split over the
+// same matrices with a plain read for a kernel: the fixed cost of the
+// products' dispatch without their arithmetic. Ratios are of the mean
+// rates over all passes (each pass next to its own probe), the figure the
+// model's decode sees on a shared host.
+func BenchmarkDecodeStep1B(b *testing.B) {
+	r := rand.New(rand.NewPCG(61, 62))
+	p := NewPool(2)
+	defer p.Close()
+	var ms []*Matrix
+	total := 0
+	add := func(typ gguf.Type, rows, cols int) {
+		m := rawOrRand(b, r, typ, rows, cols)
+		ms = append(ms, m)
+		total += len(m.Data)
+	}
+	for l := 0; l < 16; l++ {
+		mixed := gguf.Q4_K
+		if l%2 == 0 {
+			mixed = gguf.Q6_K
+		}
+		add(gguf.Q4_K, 2048, 2048) // attn_q
+		add(gguf.Q4_K, 512, 2048)  // attn_k
+		add(mixed, 512, 2048)      // attn_v
+		add(gguf.Q4_K, 2048, 2048) // attn_output
+		add(gguf.Q4_K, 8192, 2048) // ffn_gate
+		add(gguf.Q4_K, 8192, 2048) // ffn_up
+		add(mixed, 2048, 8192)     // ffn_down
+	}
+	add(gguf.Q6_K, 32000, 2048) // output
+	x := randVec(r, 8192, 1)
+	out := make([]float32, 32000)
+	probe := make([]byte, total)
+	ReadBandwidth(p, probe, 1)
+	stream := func(m *Matrix) {
+		chunk := max(rowChunk(m, p.threads), 1)
+		rb := m.rowBytes()
+		n := (m.Rows + chunk - 1) / chunk
+		p.mu.Lock()
+		p.publish(n, func(i int) {
+			r0, r1 := i*chunk, min(m.Rows, (i+1)*chunk)
+			probeSink.Add(probeRead(m.Data[r0*rb : r1*rb]))
+		}, true)
+		p.mu.Unlock()
+	}
+	var tStep, tStream, tProbe float64
+	for b.Loop() {
+		t0 := time.Now()
+		for _, m := range ms {
+			p.MatMul(out, m, x, 1)
+		}
+		tStep += time.Since(t0).Seconds()
+		t0 = time.Now()
+		for _, m := range ms {
+			stream(m)
+		}
+		tStream += time.Since(t0).Seconds()
+		tProbe += float64(total) / ReadMappedBandwidth(p, probe, 1)
+	}
+	b.ReportMetric(float64(total)*float64(b.N)/tStep/1e9, "GB/s")
+	b.ReportMetric(tProbe/tStep, "of-probe")
+	b.ReportMetric(tProbe/tStream, "stream-of-probe")
 }

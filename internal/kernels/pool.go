@@ -43,8 +43,10 @@ type Pool struct {
 	fn    func(i int)
 
 	// runs are a ranged job's per-thread item ranges (see publish),
-	// each gen<<32 | next<<16 | end.
-	runs []atomic.Uint64
+	// each gen<<32 | next<<16 | end, a cache line each: every claim
+	// writes its thread's word, and words sharing a line made each claim a
+	// transfer of the line between cores.
+	runs []paddedRun
 
 	// mm holds the operands of the MatMul in flight, so its work items run
 	// through one method value (mmFn) bound at NewPool instead of a fresh
@@ -67,6 +69,11 @@ const rangedBit = 1 << 31
 
 // maxRanged bounds n in a ranged job (16 bits of a run word each).
 const maxRanged = 1<<16 - 1
+
+type paddedRun struct {
+	atomic.Uint64
+	_ [56]byte
+}
 
 // runItems claims and runs items of the current job until none are left;
 // self is the calling thread's index (0 for the publisher, i+1 for worker i).
@@ -98,7 +105,7 @@ func NewPool(threads int) *Pool {
 	p := &Pool{threads: threads}
 	p.mmFn = p.mm.item
 	p.qaFn = p.qa.item
-	p.runs = make([]atomic.Uint64, threads)
+	p.runs = make([]paddedRun, threads)
 	p.parked = make([]atomic.Bool, threads-1)
 	p.wake = make([]chan struct{}, threads-1)
 	for i := range p.wake {
@@ -214,7 +221,10 @@ func (p *Pool) start(n int) {
 // runRanged runs items of ranged job gen: run self from the front, then
 // the other runs from the back. A claim is a compare-and-swap on a run word
 // that carries the generation, so a late thread never takes an item of a
-// later job.
+// later job. A thread takes an eighth of what is left of its own run at a
+// time (at least one item): a few claims per product instead of one per
+// item, while what another thread may steal stays within an eighth of the
+// run of the balance.
 func (p *Pool) runRanged(self int, gen uint64) {
 	own := &p.runs[self]
 	for {
@@ -223,9 +233,12 @@ func (p *Pool) runRanged(self int, gen uint64) {
 		if w>>32 != gen || next >= end {
 			break
 		}
-		if own.CompareAndSwap(w, w+1<<16) {
-			p.fn(int(next))
-			p.done.Add(1)
+		k := ownClaim(end - next)
+		if own.CompareAndSwap(w, w+k<<16) {
+			for i := next; i < next+k; i++ {
+				p.fn(int(i))
+			}
+			p.done.Add(int64(k))
 		}
 	}
 	for k := 1; k < len(p.runs); k++ {
@@ -246,6 +259,10 @@ func (p *Pool) runRanged(self int, gen uint64) {
 		}
 	}
 }
+
+// ownClaim is how many of the left items of its own run a thread claims
+// at once: an eighth, at least one.
+func ownClaim(left uint64) uint64 { return max(1, left/8) }
 
 func (p *Pool) worker(id int) {
 	var seen uint64

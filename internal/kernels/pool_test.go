@@ -63,14 +63,30 @@ func TestPoolBackToBackJobsNeverMix(t *testing.T) {
 // own run from the front, others' from the back) with plain ones, back to
 // back, on pools of two and three threads: every item of every job must
 // run exactly once, whichever thread took it, and a late thread must never
-// take an item of a later job.
+// take an item of a later job. Every fifth job is long enough (runs of
+// hundreds of items) that threads claim several of their own at once.
 func TestPoolRangedJobsRunEveryItemOnce(t *testing.T) {
 	for _, threads := range []int{2, 3} {
 		p := NewPool(threads)
 		for k := 0; k < 3000; k++ {
 			n := 1 + k%23
+			if k%5 == 4 {
+				n = 200 + 37*(k%29)
+			}
 			hits := make([]atomic.Int32, n)
 			fn := func(i int) { hits[i].Add(1) }
+			if n >= 200 {
+				// Items that take a while, so that a job counted done
+				// too soon is seen with items still in flight.
+				fn = func(i int) {
+					spin := 0
+					for j := 0; j < 2000; j++ {
+						spin += j * i
+					}
+					probeSink.Add(uint64(spin))
+					hits[i].Add(1)
+				}
+			}
 			if k%3 == 2 {
 				p.Parallel(n, fn)
 			} else {
@@ -101,7 +117,7 @@ func TestPoolRangedRunsAreContiguous(t *testing.T) {
 		{3, 1, 7, []int{2, 3, 6, 5, 4, 1, 0}},
 		{2, 0, 1, []int{0}},
 	} {
-		p := &Pool{threads: c.threads, runs: make([]atomic.Uint64, c.threads)}
+		p := &Pool{threads: c.threads, runs: make([]paddedRun, c.threads)}
 		var order []int
 		p.mu.Lock()
 		p.gen++
@@ -112,6 +128,28 @@ func TestPoolRangedRunsAreContiguous(t *testing.T) {
 		p.mu.Unlock()
 		if !slices.Equal(order, c.want) {
 			t.Errorf("%d threads, thread %d alone, %d items: ran %v, want %v", c.threads, c.self, c.n, order, c.want)
+		}
+	}
+}
+
+// TestPoolOwnClaimsAreFewAndBounded checks the size of a thread's claims
+// on its own run: never none, never more than is left, never more than an
+// eighth of it past the first items (so a thief always finds work while
+// most of a run remains), and few enough that a 300-item run is claimed in
+// a few dozen compare-and-swaps rather than 300.
+func TestPoolOwnClaimsAreFewAndBounded(t *testing.T) {
+	for _, n := range []uint64{1, 2, 7, 8, 9, 64, 300, 65535} {
+		claims := 0
+		for left := n; left > 0; {
+			k := ownClaim(left)
+			if k < 1 || k > left || left >= 16 && k > left/8 {
+				t.Fatalf("ownClaim(%d) = %d", left, k)
+			}
+			left -= k
+			claims++
+		}
+		if n == 300 && claims > 40 {
+			t.Errorf("a 300-item run took %d claims", claims)
 		}
 	}
 }
