@@ -41,6 +41,15 @@ func f32Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
 func bf16Dot3x4(w *byte, wstride int, x *float32, n, xstride int, out *float32)
 
 //go:noescape
+func f16DotQuarters(w *byte, wstride int, x *float32, n, rows int, out *float32)
+
+//go:noescape
+func f32DotQuarters(w *byte, wstride int, x *float32, n, rows int, out *float32)
+
+//go:noescape
+func bf16DotQuarters(w *byte, wstride int, x *float32, n, rows int, out *float32)
+
+//go:noescape
 func f16DotHalves(w *byte, wstride int, x *float32, n, rows int, out *float32)
 
 //go:noescape
@@ -81,6 +90,17 @@ func fHalves(t gguf.Type, w *byte, wstride int, x *float32, n, rows int, out *fl
 		bf16DotHalves(w, wstride, x, n, rows, out)
 	default:
 		f32DotHalves(w, wstride, x, n, rows, out)
+	}
+}
+
+func fQuarters(t gguf.Type, w *byte, wstride int, x *float32, n, rows int, out *float32) {
+	switch t {
+	case gguf.F16:
+		f16DotQuarters(w, wstride, x, n, rows, out)
+	case gguf.BF16:
+		bf16DotQuarters(w, wstride, x, n, rows, out)
+	default:
+		f32DotQuarters(w, wstride, x, n, rows, out)
 	}
 }
 
@@ -183,7 +203,17 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	for ; b < a.batch; b++ {
 		x := &a.x[b*a.cols]
 		r := r0
-		if k := (r1 - r0) &^ 1; k > 0 && n8 > 0 {
+		if k := (r1 - r0) &^ 3; k > 0 && n8 > 0 {
+			o := out[b*m.Rows : (b+1)*m.Rows]
+			fQuarters(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
+			if n8 != a.cols {
+				for i := r; i < r+k; i++ {
+					put(i, b, o[i])
+				}
+			}
+			r += k
+		}
+		if k := (r1 - r) &^ 1; k > 0 && n8 > 0 {
 			o := out[b*m.Rows : (b+1)*m.Rows]
 			fHalves(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
 			if n8 != a.cols { // only a column tail needs put's pass
