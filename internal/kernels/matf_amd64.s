@@ -13,6 +13,37 @@
 	VPMOVZXWD ADDR, DST \
 	VPSLLD    $16, DST, DST
 
+// The row loops of DOTHALVES and DOTQUARTERS: FROWSARGS loads w, wstride,
+// rows and out; FROWSTART points SI at a row's weights, R8 at x and CX at
+// its eight-column steps (flags set for a JZ on none); FCOLNEXT advances a
+// column step; FROWNEXT advances out and the row and returns when done.
+#define FROWSARGS \
+	MOVQ w+0(FP), DI        \
+	MOVQ wstride+8(FP), R9  \
+	MOVQ rows+32(FP), BX    \
+	MOVQ out+40(FP), R13
+
+#define FROWSTART \
+	MOVQ DI, SI          \
+	MOVQ x+16(FP), R8    \
+	MOVQ n+24(FP), CX    \
+	SHRQ $3, CX
+
+#define FCOLNEXT(WSTEP) \
+	ADDQ $WSTEP, SI \
+	ADDQ $32, R8    \
+	DECQ CX         \
+	JNZ  col
+
+#define FROWNEXT \
+	ADDQ $4, R13 \
+	ADDQ R9, DI  \
+	DECQ BX      \
+	JNZ  row     \
+done:            \
+	VZEROUPPER   \
+	RET
+
 // TILEARGS loads the arguments of the row tiles (DOT2X4, DOT3X4): w,
 // wstride, x, n, xstride, out; R11 = 3·xstride.
 #define TILEARGS \
@@ -224,20 +255,14 @@ DOT2X4(·bf16Dot2x4, LOADBF16, 16)
 // slower on Zen 4); out[i] gets row i's result.
 #define DOTHALVES(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
-	MOVQ   w+0(FP), DI                \
-	MOVQ   wstride+8(FP), R9          \
-	MOVQ   rows+32(FP), BX            \
-	MOVQ   out+40(FP), R13            \
+	FROWSARGS                         \
 	SHRQ   $1, BX                     \
 	JZ     done                       \
 	MOVQ   BX, R10                    \
 	MOVQ   BX, R11                    \
 	IMULQ  R9, R11                    \
 row:                                  \
-	MOVQ   DI, SI                     \
-	MOVQ   x+16(FP), R8               \
-	MOVQ   n+24(FP), CX               \
-	SHRQ   $3, CX                     \
+	FROWSTART                         \
 	VXORPS Y0, Y0, Y0                 \
 	VXORPS Y1, Y1, Y1                 \
 	JZ     store                      \
@@ -247,22 +272,13 @@ col:                                  \
 	LOAD((SI)(R11*1), Y3)             \
 	VFMADD231PS Y8, Y2, Y0            \
 	VFMADD231PS Y8, Y3, Y1            \
-	ADDQ   $WSTEP, SI                 \
-	ADDQ   $32, R8                    \
-	DECQ   CX                         \
-	JNZ    col                        \
+	FCOLNEXT(WSTEP)                   \
 store:                                \
 	HSUM8(Y0, X0, X6)                 \
 	HSUM8(Y1, X1, X6)                 \
 	MOVSS  X0, (R13)                  \
 	MOVSS  X1, (R13)(R10*4)           \
-	ADDQ   $4, R13                    \
-	ADDQ   R9, DI                     \
-	DECQ   BX                         \
-	JNZ    row                        \
-done:                                 \
-	VZEROUPPER                        \
-	RET
+	FROWNEXT
 
 // Rows i, i+q, i+2q, i+3q (q = rows/4, rows a multiple of four) × one
 // token: DOTHALVES with four chains of fused multiply-adds instead of two,
@@ -273,10 +289,7 @@ done:                                 \
 // badly (135M F16 decode ~20% slower). out[i] gets row i's result.
 #define DOTQUARTERS(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
-	MOVQ   w+0(FP), DI                \
-	MOVQ   wstride+8(FP), R9          \
-	MOVQ   rows+32(FP), BX            \
-	MOVQ   out+40(FP), R13            \
+	FROWSARGS                         \
 	SHRQ   $2, BX                     \
 	JZ     done                       \
 	MOVQ   BX, R10                    \
@@ -286,10 +299,7 @@ TEXT NAME(SB), NOSPLIT, $0-48 \
 	LEAQ   (R11)(R11*1), R12          \
 	LEAQ   (R12)(R11*1), R14          \
 row:                                  \
-	MOVQ   DI, SI                     \
-	MOVQ   x+16(FP), R8               \
-	MOVQ   n+24(FP), CX               \
-	SHRQ   $3, CX                     \
+	FROWSTART                         \
 	VXORPS Y0, Y0, Y0                 \
 	VXORPS Y1, Y1, Y1                 \
 	VXORPS Y4, Y4, Y4                 \
@@ -305,10 +315,7 @@ col:                                  \
 	VFMADD231PS Y8, Y3, Y1            \
 	VFMADD231PS Y8, Y6, Y4            \
 	VFMADD231PS Y8, Y7, Y5            \
-	ADDQ   $WSTEP, SI                 \
-	ADDQ   $32, R8                    \
-	DECQ   CX                         \
-	JNZ    col                        \
+	FCOLNEXT(WSTEP)                   \
 store:                                \
 	HSUM8(Y0, X0, X6)                 \
 	HSUM8(Y1, X1, X6)                 \
@@ -322,13 +329,7 @@ store:                                \
 	MOVSS  X4, (R15)                  \
 	ADDQ   R10, R15                   \
 	MOVSS  X5, (R15)                  \
-	ADDQ   $4, R13                    \
-	ADDQ   R9, DI                     \
-	DECQ   BX                         \
-	JNZ    row                        \
-done:                                 \
-	VZEROUPPER                        \
-	RET
+	FROWNEXT
 
 // func f16DotQuarters(w *byte, wstride int, x *float32, n, rows int, out *float32)
 DOTQUARTERS(·f16DotQuarters, LOADF16, 16)
