@@ -231,7 +231,7 @@ func BenchmarkDecodeStep1B(b *testing.B) {
 	probe := make([]byte, total)
 	ReadBandwidth(p, probe, 1)
 	stream := func(m *Matrix) {
-		chunk := max(rowChunk(m, p.threads), 1)
+		chunk := rowChunk(m, p.threads)
 		rb := m.rowBytes()
 		n := (m.Rows + chunk - 1) / chunk
 		p.mu.Lock()

@@ -70,6 +70,7 @@ const rangedBit = 1 << 31
 // maxRanged bounds n in a ranged job (16 bits of a run word each).
 const maxRanged = 1<<16 - 1
 
+// paddedRun is a run word alone on its 64-byte cache line.
 type paddedRun struct {
 	atomic.Uint64
 	_ [56]byte

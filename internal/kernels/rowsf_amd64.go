@@ -94,7 +94,7 @@ func fHalves(t gguf.Type, w *byte, wstride int, x *float32, n, rows int, out *fl
 }
 
 // quartersMaxBytes bounds the matrices whose rows go four at a time
-// (fQuarters) instead of two (fHalves): those that fit in L2, such as
+// (fQuarters) instead of two (fHalves), the last rows of a run one by one: those that fit in L2, such as
 // attention's per-head keys and values, whose products are bound by the
 // FMA chains' latency. A weight matrix streamed from memory keeps two
 // streams: on the Zen 4 host of issue 12, 135M F16 decode was slower in
@@ -211,19 +211,17 @@ func rowsFloat(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	for ; b < a.batch; b++ {
 		x := &a.x[b*a.cols]
 		r := r0
-		if k := (r1 - r0) &^ 3; k > 0 && n8 > 0 && len(m.Data) <= quartersMaxBytes {
-			o := out[b*m.Rows : (b+1)*m.Rows]
-			fQuarters(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
-			if n8 != a.cols {
-				for i := r; i < r+k; i++ {
-					put(i, b, o[i])
-				}
-			}
-			r += k
+		step := 2 // rows per pass: fHalves, or fQuarters in cache
+		if len(m.Data) <= quartersMaxBytes {
+			step = 4
 		}
-		if k := (r1 - r) &^ 1; k > 0 && n8 > 0 {
+		if k := (r1 - r0) &^ (step - 1); k > 0 && n8 > 0 {
 			o := out[b*m.Rows : (b+1)*m.Rows]
-			fHalves(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
+			if step == 4 {
+				fQuarters(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
+			} else {
+				fHalves(m.Type, &m.Data[r*rb], rb, x, n8, k, &o[r])
+			}
 			if n8 != a.cols { // only a column tail needs put's pass
 				for i := r; i < r+k; i++ {
 					put(i, b, o[i])
