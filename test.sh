@@ -30,7 +30,14 @@ if grep -q -- '--- SKIP' "$log"; then
   grep -B1 -- '--- SKIP' "$log" | grep -v -- '^--$' | sed 's/^/  /'
 fi
 if [ "$status" -ne 0 ]; then
-  echo "== go test failed; full output:"; cat "$log"; exit "$status"
+  echo "== go test failed; full output:"; cat "$log"
+  # Last, so a view of only the output's end still shows why: each failing
+  # test's own lines, from its === RUN to its --- FAIL.
+  echo "== the failing tests' output"
+  for name in $(grep -oE -- '--- FAIL: [^ ]+' "$log" | awk '{print $3}' | grep -v / | sort -u); do
+    awk -v n="$name" '$0 ~ "^=== RUN +"n"$" {on=1} on {print} $0 ~ "^--- FAIL: "n" " {on=0}' "$log" | tail -n 60
+  done
+  exit "$status"
 fi
 passed=$(grep -c -- '--- PASS' "$log" || true)
 failed=$(grep -c -- '--- FAIL' "$log" || true)
