@@ -92,7 +92,8 @@ type Matrix struct {
 	Rows, Cols int
 	Data       []byte
 
-	q8p []byte // Q8_0 on amd64: Data repacked for the row kernels (q8pack.go)
+	q8p  []byte // Q8_0 on amd64: Data repacked for the row kernels (q8pack.go)
+	f16p []byte // F16 under the AVX-512 set: Data repacked for one-token rows (f16pack.go)
 }
 
 // NewMatrix checks that data holds exactly rows encoded rows of cols
@@ -114,6 +115,9 @@ func NewMatrix(t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
 	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data}
 	if t == gguf.Q8_0 && packsQ8 {
 		m.q8p = packQ8(data, rows, cols)
+	}
+	if t == gguf.F16 && packsF16(cols) {
+		m.f16p = packF16(data, rows, cols)
 	}
 	return m, nil
 }

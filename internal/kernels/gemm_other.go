@@ -18,6 +18,8 @@ func rowMultiple(_ gguf.Type, _ *activation) int { return 1 }
 
 const packsQ8 = false
 
+func packsF16(int) bool { return false }
+
 func ggmlQ8Rows(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	ggmlQ8RowsRef(out, m, a, r0, r1)
 }

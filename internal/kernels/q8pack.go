@@ -1,10 +1,5 @@
 package kernels
 
-import (
-	"runtime"
-	"sync"
-)
-
 // The Q8_0 row kernels read each matrix repacked at load, eight rows at a
 // time, so that one 256-bit vector holds the same four bytes of one block
 // of eight rows: lane j of every vector belongs to row 8g+j. A tile then
@@ -28,29 +23,13 @@ import (
 // q8pBlock is the packed size of one block of eight rows.
 const q8pBlock = 16 + 8*32
 
-// packQ8 repacks rows×cols of Q8_0 data (validated by NewMatrix). A
-// large matrix is packed by one goroutine per CPU over runs of groups:
-// packing is a copy from the mapped file, and a model's Q8_0 matrices are
-// its whole weight (a 1B-shape file loaded in 1.1 s before packing, 2.0 s
-// packed on one goroutine).
+// packQ8 repacks rows×cols of Q8_0 data (validated by NewMatrix), large
+// matrices over all CPUs (packParallel).
 func packQ8(data []byte, rows, cols int) []byte {
 	nb := cols / 32
 	groups := (rows + 7) / 8
 	out := make([]byte, groups*nb*q8pBlock)
-	workers := min(runtime.GOMAXPROCS(0), len(out)/(4<<20))
-	if workers <= 1 {
-		packQ8Groups(out, data, rows, nb, 0, groups)
-		return out
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(g0, g1 int) {
-			defer wg.Done()
-			packQ8Groups(out, data, rows, nb, g0, g1)
-		}(groups*w/workers, groups*(w+1)/workers)
-	}
-	wg.Wait()
+	packParallel(len(out), groups, func(g0, g1 int) { packQ8Groups(out, data, rows, nb, g0, g1) })
 	return out
 }
 

@@ -48,6 +48,8 @@ func rowsFast512(t gguf.Type, cols int) rowKernel {
 		return rowsQ8Z
 	case gguf.Q4_K:
 		return rowsKZ
+	case gguf.F16:
+		return rowsF16Z
 	}
 	// Q6_K stays on AVX2's q6kRows, which folds the offset into the
 	// integer lanes in dotKRef's order (ggml's, issue 15).

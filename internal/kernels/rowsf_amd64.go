@@ -146,6 +146,9 @@ func rowMultiple(t gguf.Type, a *activation) int {
 		if a.gp.groups == 0 && a.batch >= tile {
 			return 3
 		}
+		if t == gguf.F16 && a.batch < tile {
+			return 4 // packed groups (rowsF16Z)
+		}
 	}
 	return 1
 }

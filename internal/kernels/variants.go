@@ -7,7 +7,7 @@ func Variants() string {
 	case refKernels.name:
 		return "pure-Go reference kernels"
 	case "avx512":
-		return gemmVariant() + "AVX-512 VNNI decode rows (1-token q40RowsZ, q4kRowsZ ≤16 tokens); " +
+		return gemmVariant() + "AVX-512 VNNI decode rows (1-token q40RowsZ, q4kRowsZ ≤16 tokens); AVX-512 F16 rows below 4 tokens on a packed 4-row copy (f16pDot1Z); " +
 			"AVX2 for token tiles, Q8_0 (packed 8-row q8pDot4/q8pDot1), Q6_K (q6kRows) and the other types"
 	}
 	return gemmVariant() + "Q4_K/Q6_K: q4kRows/q6kRows, four tokens per pass (q4kRows4/q6kRows4) up to 16, " +
