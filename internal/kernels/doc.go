@@ -7,7 +7,8 @@
 // Every operation has a pure-Go reference. On amd64 CPUs with AVX2, FMA and
 // F16C a Go-assembly fast path is chosen once, at package initialisation —
 // the "avx512" set where AVX-512 F/BW/VL/VNNI is present (its decode row
-// kernels in rows_avx512_amd64.s), else "avx2"; other machines run the
+// kernels in rows_avx512_amd64.s, and F16 rows on a copy packed four rows
+// to a line, f16pack.go), else "avx2"; other machines run the
 // reference. BULKHEAD_KERNELS=avx512|avx2|ref forces a set (select.go).
 //
 // Batch invariance (DESIGN.md I8) is built into the arithmetic, not checked
