@@ -255,7 +255,7 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "probe weights %.2f GB/s, the same read over the weights' own pages between decode steps: decode at %.2f of it\n",
 				y.WeightsReadGBPerS, res.DecodeWeightsReadFraction)
 		}
-		fmt.Fprintf(stdout, "probe fma    %.1f GFLOP/s: prefill runs at %.2f of it\n", y.FMAGFlops, res.PrefillFMAFraction)
+		fmt.Fprintf(stdout, "probe fma    %.1f GFLOP/s (%d-bit): prefill runs at %.2f of it\n", y.FMAGFlops, kernels.FMAProbeBits(), res.PrefillFMAFraction)
 	}
 	for _, c := range res.Compare {
 		fmt.Fprintf(stdout, "vs llama.cpp %-6s %.1f / %.1f tokens/s = %.2f", c.Test, c.Bulkhead, c.Llama, c.Ratio)

@@ -24,3 +24,6 @@ func probeFMA(iters int) (float32, float64) {
 	}
 	return a + b + c + d, float64(iters) * 8
 }
+
+// FMAProbeBits is the width of FMAPeak's fused multiply-adds: scalar Go.
+func FMAProbeBits() int { return 32 }
