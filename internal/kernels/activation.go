@@ -37,6 +37,7 @@ type activation struct {
 	d     []float32 // one scale per block
 	s     []float32 // Q8_1 only: d × Σ qs of each block, F16-rounded
 	bsum  []int16   // Q8_K: sum of qs over each 16 values (|sum| ≤ 2032)
+	xs    []int32   // Q8_0 for q8pDot4Z: −128 × Σ qs of each block, else empty
 
 	// dT holds, for each full group of eight tokens k, their block scales
 	// transposed: dT[k*nb*8 + b*8 + t] = d[(8k+t)*nb + b] (32-blocks only),
@@ -74,7 +75,7 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 	a := actPool.Get().(*activation)
 	a.batch, a.cols, a.x = batch, cols, x[:batch*cols]
 	a.block = actBlock(t)
-	a.s = a.s[:0]
+	a.s, a.xs = a.s[:0], a.xs[:0]
 	if a.block == 0 {
 		return a
 	}
@@ -102,6 +103,16 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 			a.s = grow(a.s, n/32)
 		}
 		roundQ8Scales(a.qs, a.d, a.s)
+	}
+	if t == gguf.Q8_0 && batch >= 4 && wantsQ8Sums() {
+		a.xs = grow(a.xs, n/32)
+		for i := range a.xs {
+			var sum int32
+			for _, q := range a.qs[32*i : 32*i+32] {
+				sum += int32(q)
+			}
+			a.xs[i] = -128 * sum
+		}
 	}
 	if a.block == 32 && batch >= 8 {
 		nb := cols / 32

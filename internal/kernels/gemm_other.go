@@ -20,6 +20,8 @@ const packsQ8 = false
 
 func packsF16(int) bool { return false }
 
+func wantsQ8Sums() bool { return false }
+
 func ggmlQ8Rows(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	ggmlQ8RowsRef(out, m, a, r0, r1)
 }

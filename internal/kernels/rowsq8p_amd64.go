@@ -9,6 +9,14 @@ const packsQ8 = true
 func q8pDot4(w *byte, groups, nb int, xq *int8, cols int, xd *float32, out *float32, rows int)
 
 //go:noescape
+func q8pDot4Z(w *byte, pairs, nb int, xq *int8, cols int, xd *float32, xs *int32, out *float32, rows int)
+
+// wantsQ8Sums reports whether prepareActivation computes a Q8_0
+// activation's block sums (activation.xs) for q8pDot4Z: under the AVX-512
+// set, which runs it for four tokens at a time.
+func wantsQ8Sums() bool { return impl.name == "avx512" }
+
+//go:noescape
 func q8pDot1(w *byte, groups, nb int, xq *int8, xd *float32, out *float32)
 
 // rowsQ8P computes Q8_0 rows [r0,r1) from the packed groups: runs of whole
@@ -40,8 +48,17 @@ func q8pGroups(out []float32, m *Matrix, a *activation, g0, g1 int) {
 	nb := a.cols / 32
 	w := &m.q8p[g0*nb*q8pBlock]
 	b := 0
+	pairs := 0
+	if len(a.xs) == a.batch*nb && wantsQ8Sums() {
+		pairs = (g1 - g0) / 2 // q8pDot4Z takes two groups per pass
+	}
 	for ; b+4 <= a.batch; b += 4 {
-		q8pDot4(w, g1-g0, nb, &a.qs[b*a.cols], a.cols, &a.d[b*nb], &out[b*m.Rows+8*g0], m.Rows)
+		if pairs > 0 {
+			q8pDot4Z(w, pairs, nb, &a.qs[b*a.cols], a.cols, &a.d[b*nb], &a.xs[b*nb], &out[b*m.Rows+8*g0], m.Rows)
+		}
+		if g := g0 + 2*pairs; g < g1 {
+			q8pDot4(&m.q8p[g*nb*q8pBlock], g1-g, nb, &a.qs[b*a.cols], a.cols, &a.d[b*nb], &out[b*m.Rows+8*g], m.Rows)
+		}
 	}
 	for ; b < a.batch; b++ {
 		q8pDot1(w, g1-g0, nb, &a.qs[b*a.cols], &a.d[b*nb], &out[b*m.Rows+8*g0])
