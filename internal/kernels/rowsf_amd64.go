@@ -141,6 +141,9 @@ func fTile3x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out
 func rowMultiple(t gguf.Type, a *activation) int {
 	switch t {
 	case gguf.Q8_0:
+		if a.batch >= 4 && wantsQ8Sums() {
+			return 16 // pairs of packed groups (q8pDot4Z)
+		}
 		return 8 // packed groups (rowsQ8P)
 	case gguf.F16, gguf.BF16, gguf.F32:
 		if a.gp.groups == 0 && a.batch >= tile {
