@@ -106,13 +106,7 @@ func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *acti
 	}
 	if t == gguf.Q8_0 && batch >= 4 && wantsQ8Sums() {
 		a.xs = grow(a.xs, n/32)
-		for i := range a.xs {
-			var sum int32
-			for _, q := range a.qs[32*i : 32*i+32] {
-				sum += int32(q)
-			}
-			a.xs[i] = -128 * sum
-		}
+		q8BlockSums(a.qs[:n], a.xs)
 	}
 	if a.block == 32 && batch >= 8 {
 		nb := cols / 32

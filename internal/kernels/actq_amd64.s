@@ -89,3 +89,38 @@ next:
 	JNZ  loop
 	VZEROUPPER
 	RET
+
+// func q8BlockSumsAVX(q *int8, out *int32, nb int)
+// out[i] = −128 × Σ q[32i..32i+31]: the bytes offset to unsigned (XOR
+// 0x80) and summed by VPSADBW against zero, four partial sums per block,
+// minus 32×128 for the offset. Exact integers, so the order is free.
+TEXT ·q8BlockSumsAVX(SB), NOSPLIT, $0-24
+	MOVQ         q+0(FP), SI
+	MOVQ         out+8(FP), DI
+	MOVQ         nb+16(FP), CX
+	MOVL         $0x80808080, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR        Y14, Y14, Y14
+	TESTQ        CX, CX
+	JZ           sdone
+
+sloop:
+	VPXOR        (SI), Y15, Y0
+	VPSADBW      Y14, Y0, Y0     // four qword sums of eight bytes
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDQ       X1, X0, X0
+	VMOVD        X0, AX
+	SUBL         $4096, AX       // Σ(q+128) − 32·128 = Σq
+	IMULL        $-128, AX
+	MOVL         AX, (DI)
+	ADDQ         $32, SI
+	ADDQ         $4, DI
+	DECQ         CX
+	JNZ          sloop
+
+sdone:
+	VZEROUPPER
+	RET

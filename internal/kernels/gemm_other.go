@@ -22,6 +22,8 @@ func packsF16(int) bool { return false }
 
 func wantsQ8Sums() bool { return false }
 
+func q8BlockSums([]int8, []int32) {}
+
 func ggmlQ8Rows(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	ggmlQ8RowsRef(out, m, a, r0, r1)
 }

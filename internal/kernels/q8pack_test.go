@@ -144,3 +144,40 @@ func TestPackQ8Parallel(t *testing.T) {
 		t.Fatal("parallel packQ8 differs from one pass")
 	}
 }
+
+// TestQ8BlockSums: q8BlockSums against the sums written out, on blocks of
+// every extreme (all −128, all 127, mixed, zero) and random ones.
+func TestQ8BlockSums(t *testing.T) {
+	if !packsQ8 {
+		t.Skip("this build has no assembly (noasm or not amd64): q8BlockSums is not used")
+	}
+	r := rand.New(rand.NewPCG(61, 62))
+	const nb = 37
+	q := make([]int8, 32*nb)
+	for i := range q {
+		switch b := i / 32; {
+		case b == 0:
+			q[i] = -128
+		case b == 1:
+			q[i] = 127
+		case b == 2:
+			q[i] = int8(-128 + 255*(i%2))
+		case b == 3:
+			q[i] = 0
+		default:
+			q[i] = int8(r.IntN(256) - 128)
+		}
+	}
+	got := make([]int32, nb)
+	q8BlockSums(q, got)
+	for b := 0; b < nb; b++ {
+		var want int32
+		for _, v := range q[32*b : 32*b+32] {
+			want += int32(v)
+		}
+		want *= -128
+		if got[b] != want {
+			t.Errorf("block %d: %d, want %d", b, got[b], want)
+		}
+	}
+}

@@ -11,6 +11,16 @@ func q8pDot4(w *byte, groups, nb int, xq *int8, cols int, xd *float32, out *floa
 //go:noescape
 func q8pDot4Z(w *byte, pairs, nb int, xq *int8, cols int, xd *float32, xs *int32, out *float32, rows int)
 
+//go:noescape
+func q8BlockSumsAVX(q *int8, out *int32, nb int)
+
+// q8BlockSums sets out[i] = −128 × Σ q[32i..32i+31] (q8pDot4Z's start).
+func q8BlockSums(q []int8, out []int32) {
+	if len(out) > 0 {
+		q8BlockSumsAVX(&q[0], &out[0], len(out))
+	}
+}
+
 // wantsQ8Sums reports whether prepareActivation computes a Q8_0
 // activation's block sums (activation.xs) for q8pDot4Z: under the AVX-512
 // set, which runs it for four tokens at a time.
