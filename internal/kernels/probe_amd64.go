@@ -22,18 +22,15 @@ func probeRead(b []byte) uint64 {
 // probeFMA spins in the widest vectors the kernel set in use computes
 // with: 16 lanes under the AVX-512 set, whose tiles are 512-bit, else 8.
 func probeFMA(iters int) (float32, float64) {
-	if probeWide() {
+	if using512() {
 		return fmaSpinZ(iters), 2 * float64(iters) * fmaFlopsPerRound
 	}
 	return fmaSpin(iters), float64(iters) * fmaFlopsPerRound
 }
 
-// probeWide reports whether probeFMA uses fmaSpinZ.
-func probeWide() bool { return impl.name == avx512Kernels.name }
-
 // FMAProbeBits is the vector width of FMAPeak's fused multiply-adds.
 func FMAProbeBits() int {
-	if probeWide() {
+	if using512() {
 		return 512
 	}
 	return 256

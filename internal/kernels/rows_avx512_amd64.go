@@ -31,9 +31,16 @@ func has512() bool {
 		x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI
 }
 
+// avx512Name names the AVX-512 set; using512 reports whether it is the set
+// in use, which decides the layouts only it reads (the packed F16 copy,
+// the Q8_0 block sums) and the FMA probe's width.
+const avx512Name = "avx512"
+
+func using512() bool { return impl.name == avx512Name }
+
 var avx512Kernels = func() kernelSet {
 	k := avx2Kernels
-	k.name = "avx512"
+	k.name = avx512Name
 	k.rows = rowsFast512
 	return k
 }()

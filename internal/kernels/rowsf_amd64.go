@@ -141,7 +141,7 @@ func fTile3x4(t gguf.Type, w *byte, wstride int, x *float32, n, xstride int, out
 func rowMultiple(t gguf.Type, a *activation) int {
 	switch t {
 	case gguf.Q8_0:
-		if a.batch >= 4 && wantsQ8Sums() {
+		if len(a.xs) > 0 {
 			return 16 // pairs of packed groups (q8pDot4Z)
 		}
 		return 8 // packed groups (rowsQ8P)

@@ -24,7 +24,7 @@ func q8BlockSums(q []int8, out []int32) {
 // wantsQ8Sums reports whether prepareActivation computes a Q8_0
 // activation's block sums (activation.xs) for q8pDot4Z: under the AVX-512
 // set, which runs it for four tokens at a time.
-func wantsQ8Sums() bool { return impl.name == "avx512" }
+func wantsQ8Sums() bool { return using512() }
 
 //go:noescape
 func q8pDot1(w *byte, groups, nb int, xq *int8, xd *float32, out *float32)
@@ -59,7 +59,7 @@ func q8pGroups(out []float32, m *Matrix, a *activation, g0, g1 int) {
 	w := &m.q8p[g0*nb*q8pBlock]
 	b := 0
 	pairs := 0
-	if len(a.xs) == a.batch*nb && wantsQ8Sums() {
+	if len(a.xs) == a.batch*nb { // prepareActivation made them for q8pDot4Z
 		pairs = (g1 - g0) / 2 // q8pDot4Z takes two groups per pass
 	}
 	for ; b+4 <= a.batch; b += 4 {
