@@ -17,6 +17,19 @@ func cpuKernels() []kernelSet {
 	return []kernelSet{avx2Kernels}
 }
 
+// defaultRowStreams is rowStreams' default: two on Intel CPUs, one
+// elsewhere (streams.go says why).
+func defaultRowStreams() int {
+	b, c, d := cpuidVendor()
+	if b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e { // "GenuineIntel"
+		return 2
+	}
+	return 1
+}
+
+// cpuidVendor returns CPUID leaf 0's vendor words (EBX, ECX, EDX).
+func cpuidVendor() (ebx, ecx, edx uint32)
+
 var avx2Kernels = kernelSet{
 	name:          "avx2",
 	dot:           dotFast,

@@ -8,3 +8,7 @@ func quantizeBlocks(x []float32, qs []int8, d []float32) {
 
 // cpuKernels lists the assembly kernel sets: none in this build.
 func cpuKernels() []kernelSet { return nil }
+
+// defaultRowStreams: one weight stream per thread (no assembly kernels
+// read two).
+func defaultRowStreams() int { return 1 }

@@ -7,9 +7,11 @@ func f16pDot1Z(w *byte, groups, steps int, x *float32, out *float32)
 
 // packsF16 reports whether NewMatrix repacks an F16 matrix of cols columns
 // for the AVX-512 set's one-token rows (f16pack.go): only when that set is
-// the one in use, so another set does not pay for a copy it never reads.
+// the one in use, so another set does not pay for a copy it never reads,
+// and only with one weight stream per thread (rowStreams): the packed
+// copy is one stream, the unpacked halves two.
 func packsF16(cols int) bool {
-	return using512() && cols > 0 && cols%8 == 0
+	return using512() && rowStreams == 1 && cols > 0 && cols%8 == 0
 }
 
 // rowsF16Z computes F16 rows [r0,r1): batches of fewer than a tile of

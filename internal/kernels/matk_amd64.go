@@ -281,14 +281,36 @@ func rowsKFused(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		rows4(&out[t*m.Rows+r0], 4*m.Rows, w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb],
 			&a.bsum[t*a.cols/16], nsb, a.cols, 4*nsb, 2*(a.cols/16))
 	}
+	one := q4kRows
+	if m.Type == gguf.Q6_K {
+		one = q6kRows
+	}
 	for ; t < a.batch; t++ {
-		o := &out[t*m.Rows+r0]
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
-		if m.Type == gguf.Q4_K {
-			q4kRows(o, w, rb, r1-r0, xq, xd, bs, nsb)
-		} else {
-			q6kRows(o, w, rb, r1-r0, xq, xd, bs, nsb)
-		}
+		kRowsStreams(one, out[t*m.Rows+r0:t*m.Rows+r1], m.Data[r0*rb:r1*rb], rb, xq, xd, bs, nsb)
+	}
+}
+
+// kRowKernel is the signature of the one-token K-quant row kernels.
+type kRowKernel func(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+
+// kRowsStreams computes the rows of w (rb bytes each) into out with kern,
+// in rowStreams weight streams: with two, rows i and h+i in turn (h =
+// half the rows), so the hardware prefetcher follows two runs far apart.
+// A row's result does not depend on the order rows are computed in.
+func kRowsStreams(kern kRowKernel, out []float32, w []byte, rb int, xq *int8, xd *float32, bs *int16, nsb int) {
+	n := len(out)
+	if rowStreams < 2 || n < 2 {
+		kern(&out[0], &w[0], rb, n, xq, xd, bs, nsb)
+		return
+	}
+	h := n / 2
+	for i := 0; i < h; i++ {
+		kern(&out[i], &w[i*rb], rb, 1, xq, xd, bs, nsb)
+		kern(&out[h+i], &w[(h+i)*rb], rb, 1, xq, xd, bs, nsb)
+	}
+	if n%2 == 1 {
+		kern(&out[n-1], &w[(n-1)*rb], rb, 1, xq, xd, bs, nsb)
 	}
 }
 

@@ -55,11 +55,11 @@ func rowsFast512(t gguf.Type, cols int) rowKernel {
 		return rowsQ8Z
 	case gguf.Q4_K:
 		return rowsKZ
+	case gguf.Q6_K:
+		return rowsK6Z
 	case gguf.F16:
 		return rowsF16Z
 	}
-	// Q6_K stays on AVX2's q6kRows, which folds the offset into the
-	// integer lanes in dotKRef's order (ggml's, issue 15).
 	return rowsFast(t, cols)
 }
 
@@ -95,8 +95,8 @@ func rowsQ8Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 
 // rowsKZ is rowsK for Q4_K with the AVX-512 kernels for batches up to
 // kFusedMaxBatch, over the chunk's rows (which stay in cache): four
-// tokens at a time through q4kRows4Z, then one at a time. Larger batches
-// take rowsK's unpacked path.
+// tokens at a time through q4kRows4Z, then one at a time (in rowStreams
+// streams). Larger batches take rowsK's unpacked path.
 func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	if a.batch > kFusedMaxBatch || r1 <= r0 {
 		rowsK(out, m, a, r0, r1)
@@ -110,8 +110,48 @@ func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		q4kRows4Z(&out[t*m.Rows+r0], w, rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16], nsb, 4*m.Rows)
 	}
 	for ; t < a.batch; t++ {
-		o := &out[t*m.Rows+r0]
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
-		q4kRowsZ(o, w, rb, r1-r0, xq, xd, bs, nsb)
+		kRowsStreams(q4kRowsZ, out[t*m.Rows+r0:t*m.Rows+r1], m.Data[r0*rb:r1*rb], rb, xq, xd, bs, nsb)
+	}
+}
+
+//go:noescape
+func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+
+// kQ6KZ are q6kRowsZ's constants, 64 bytes each: the qh byte masks of a
+// half's two steps, their word shift counts (left, right), and the four
+// steps' VPERMW indices of the sub-block scales (step s covers sub-blocks
+// 4s..4s+3, eight words each).
+var kQ6KZ = func() (k [8][32]uint16) {
+	for i := 0; i < 32; i++ {
+		first := i < 16 // the lower 256 bits
+		k[0][i], k[1][i], k[2][i], k[3][i] = 0x0c0c, 0xc0c0, 2, 2
+		if first {
+			k[0][i], k[1][i], k[2][i], k[3][i] = 0x0303, 0x3030, 4, 0
+		}
+		for s := 0; s < 4; s++ {
+			k[4+s][i] = uint16(4*s + i/8)
+		}
+	}
+	return k
+}()
+
+// rowsK6Z is rowsKFused for Q6_K with q6kRowsZ for the tokens left after
+// AVX2's four-token q6kRows4 passes.
+func rowsK6Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
+	if a.batch > kFusedMaxBatch || r1 <= r0 {
+		rowsK(out, m, a, r0, r1)
+		return
+	}
+	nsb := a.cols / 256
+	rb := m.rowBytes()
+	t := 0
+	for ; t+4 <= a.batch; t += 4 {
+		q6kRows4(&out[t*m.Rows+r0], 4*m.Rows, &m.Data[r0*rb], rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb],
+			&a.bsum[t*a.cols/16], nsb, a.cols, 4*nsb, 2*(a.cols/16))
+	}
+	for ; t < a.batch; t++ {
+		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
+		kRowsStreams(q6kRowsZ, out[t*m.Rows+r0:t*m.Rows+r1], m.Data[r0*rb:r1*rb], rb, xq, xd, bs, nsb)
 	}
 }

@@ -18,9 +18,8 @@
 //     VPDPWSSD with an embedded broadcast (a load, not a shuffle).
 //
 // Q8_0 has no kernel here: its order is one accumulator per output, and
-// the packed AVX2 kernels (q8p_amd64.s) serve both sets. Q6_K has none:
-// AVX2's q6kRows already folds its offset into the integer lanes in
-// dotKRef's order.
+// the packed kernels (q8p_amd64.s, q8p_avx512_amd64.s) serve it. Q6_K's is
+// in q6k_avx512_amd64.s.
 //
 // 256-bit code where it is as short: CPUs that run 512-bit work on two
 // fused 256-bit ports lose the third vector port while any is in flight.

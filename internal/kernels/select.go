@@ -23,6 +23,11 @@ func init() {
 			fmt.Fprintf(os.Stderr, "bulkhead: %s=%s ignored: %v; using %s\n", KernelsEnv, v, err, impl.name)
 		}
 	}
+	if v := os.Getenv(RowStreamsEnv); v != "" {
+		if err := setRowStreams(v); err != nil {
+			fmt.Fprintf(os.Stderr, "bulkhead: %s=%s ignored: %v; using %d\n", RowStreamsEnv, v, err, rowStreams)
+		}
+	}
 }
 
 // KernelSets names the kernel sets this CPU can run, the reference ("go")

@@ -28,6 +28,17 @@ func forEachKernelSet(t testing.TB, f func(name string)) {
 	}
 }
 
+// forEachRowStreams runs f with one and with two weight streams per
+// thread (rowStreams), whatever this CPU's default, restoring it after.
+func forEachRowStreams(f func(streams int)) {
+	def := rowStreams
+	defer func() { rowStreams = def }()
+	for _, n := range []int{1, 2} {
+		rowStreams = n
+		f(n)
+	}
+}
+
 // rawF16Fields are the F16 scale offsets of the types whose test matrices
 // here are random bytes (every quant bit pattern, Q8_0's −128 included).
 var rawF16Fields = map[gguf.Type][]int{gguf.Q8_0: {0}, gguf.Q4_0: {0}, gguf.Q4_K: {0, 2}, gguf.Q6_K: {208}}
@@ -50,7 +61,9 @@ func rawMatrix(t testing.TB, r *rand.Rand, typ gguf.Type, rows, cols int) *Matri
 // counts, batches 1..17 (every tile remainder, and the K-quants' switch to
 // the unpacked path past 16), on one and two threads. Since the reference
 // computes each (row, token) alone, equality at every batch and thread
-// count is also I8's batch and thread invariance.
+// count is also I8's batch and thread invariance. Each runs with one and
+// two weight streams per thread (rowStreams: the row order, and whether
+// F16 is packed).
 func TestKernelSetsEqualReferenceBitForBit(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	types := []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.BF16, gguf.F32, gguf.Q5_K}
@@ -64,25 +77,27 @@ func TestKernelSetsEqualReferenceBitForBit(t *testing.T) {
 	defer p1.Close()
 	defer p2.Close()
 	forEachKernelSet(t, func(name string) {
-		for _, typ := range types {
-			for _, c := range cols[typ.BlockElems()] {
-				for _, rows := range rowsList {
-					ms := []*Matrix{randMatrix(t, r, typ, rows, c)}
-					if _, ok := rawF16Fields[typ]; ok {
-						ms = append(ms, rawMatrix(t, r, typ, rows, c))
-					}
-					for mi, m := range ms {
-						x := randVec(r, maxBatch*c, 1)
-						want := make([]float32, maxBatch*rows)
-						MatMulRef(want, m, x, maxBatch)
-						for batch := 1; batch <= maxBatch; batch++ {
-							for pi, p := range []*Pool{p1, p2} {
-								got := make([]float32, batch*rows)
-								p.MatMul(got, m, x, batch)
-								for i := range got {
-									if !sameBits(got[i], want[i]) {
-										t.Fatalf("%s: %s matrix %d %d×%d batch %d threads %d: out[%d] = %g, reference %g",
-											name, typ, mi, rows, c, batch, pi+1, i, got[i], want[i])
+		forEachRowStreams(func(streams int) {
+			for _, typ := range types {
+				for _, c := range cols[typ.BlockElems()] {
+					for _, rows := range rowsList {
+						ms := []*Matrix{randMatrix(t, r, typ, rows, c)}
+						if _, ok := rawF16Fields[typ]; ok {
+							ms = append(ms, rawMatrix(t, r, typ, rows, c))
+						}
+						for mi, m := range ms {
+							x := randVec(r, maxBatch*c, 1)
+							want := make([]float32, maxBatch*rows)
+							MatMulRef(want, m, x, maxBatch)
+							for batch := 1; batch <= maxBatch; batch++ {
+								for pi, p := range []*Pool{p1, p2} {
+									got := make([]float32, batch*rows)
+									p.MatMul(got, m, x, batch)
+									for i := range got {
+										if !sameBits(got[i], want[i]) {
+											t.Fatalf("%s, %d streams: %s matrix %d %d×%d batch %d threads %d: out[%d] = %g, reference %g",
+												name, streams, typ, mi, rows, c, batch, pi+1, i, got[i], want[i])
+										}
 									}
 								}
 							}
@@ -90,8 +105,8 @@ func TestKernelSetsEqualReferenceBitForBit(t *testing.T) {
 					}
 				}
 			}
-		}
-		t.Logf("kernel set %s: bit-equal to the reference", name)
+			t.Logf("kernel set %s, %d weight streams: bit-equal to the reference", name, streams)
+		})
 	})
 }
 

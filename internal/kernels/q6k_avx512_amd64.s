@@ -1,0 +1,109 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+#include "asm_amd64.h"
+
+// PFD6 is how far ahead the kernel prefetches its weights, as PFD.
+#define PFD6 4096
+
+// q6kRowsZ: Q6_K rows against one token with 512-bit integer steps. A
+// super-block's 256 six-bit values are built 64 at a time, matching 64
+// consecutive activations, so each step is one VPMADDUBSW and one VPDPWSSD
+// (AVX2's q6kRows needs two of each, and twice the bit work, per 64).
+//
+// Half n (values 128n..128n+127) has low bits ql = 64 bytes at 64n and
+// high bits qh = 32 bytes at 128+32n; for l < 32:
+//
+//	value 128n+l    = ql[l]&15    | (qh[l]>>0&3)<<4
+//	value 128n+32+l = ql[32+l]&15 | (qh[l]>>2&3)<<4
+//	value 128n+64+l = ql[l]>>4    | (qh[l]>>4&3)<<4
+//	value 128n+96+l = ql[32+l]>>4 | (qh[l]>>6&3)<<4
+//
+// With qh loaded into both 256-bit halves, the first 64 are ql&15 merged
+// with (qh & [03|0c]) << [4|2], the next 64 ql>>4 merged with
+// (qh & [30|c0]) >> [0|2] (word shifts of masked bytes, which cannot
+// spill into the next byte).
+//
+// The integer lanes: dword i of a step covers values 4i..4i+3 of its 64,
+// i.e. lane i mod 8 of group (i < 8 ? first : second) 32; adding the upper
+// 256 bits onto the lower after the four steps gives exactly dotKRef's
+// eight lanes A[l] (exact integers, so the order of the additions is
+// free). The offset, the conversion and the FMA are q6kRows' instructions,
+// so results are bit-equal to the reference and to AVX2.
+
+// Q6KZSTEP(V, XOFF, SIDX): the 64 values in V against the activations at
+// XOFF(R8), scaled by the sub-block scales that VPERMW picks with index
+// SIDX from Z12 (the 16 scales as words); into the lanes Z8.
+#define Q6KZSTEP(V, XOFF, SIDX) \
+	VPMADDUBSW XOFF(R8), V, V   \
+	VPERMW     Z12, SIDX, Z1    \
+	VPDPWSSD   Z1, V, Z8
+
+// Q6KZHALF(LOFF, HOFF, XOFF, SA, SB): half at ql LOFF(SI), qh HOFF(SI),
+// activations XOFF(R8); SA, SB are the scale indices of its two steps.
+#define Q6KZHALF(LOFF, HOFF, XOFF, SA, SB) \
+	VMOVDQU64       LOFF(SI), Z2        \
+	VBROADCASTI64X4 HOFF(SI), Z3        \
+	VPANDD          Z24, Z3, Z4         \
+	VPSLLVW         Z26, Z4, Z4         \
+	VPTERNLOGD      $0xd8, Z15, Z2, Z4  \
+	Q6KZSTEP(Z4, XOFF, SA)              \
+	VPANDD          Z25, Z3, Z5         \
+	VPSRLVW         Z27, Z5, Z5         \
+	VPSRLW          $4, Z2, Z2          \
+	VPTERNLOGD      $0xd8, Z15, Z2, Z5  \
+	Q6KZSTEP(Z5, XOFF+64, SB)
+
+// func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+TEXT ·q6kRowsZ(SB), NOSPLIT, $0-64
+	ROWARGS
+	LEAQ      ·kQ6KZ(SB), AX
+	VMOVDQU64 0(AX), Z24   // qh masks of the first step: 03 | 0c
+	VMOVDQU64 64(AX), Z25  // of the second: 30 | c0
+	VMOVDQU64 128(AX), Z26 // word shifts left: 4 | 2
+	VMOVDQU64 192(AX), Z27 // word shifts right: 0 | 2
+	VMOVDQU64 256(AX), Z20 // VPERMW indices of the four steps' scales
+	VMOVDQU64 320(AX), Z21
+	VMOVDQU64 384(AX), Z22
+	VMOVDQU64 448(AX), Z23
+	MOVL         $0x0f0f0f0f, BX
+	VPBROADCASTD BX, Z15
+
+row:
+	ROWHEAD
+
+sb:
+	PREFETCHT0 PFD6(SI)
+	PREFETCHT0 (PFD6+64)(SI)
+	PREFETCHT0 (PFD6+128)(SI)
+	PREFETCHT0 (PFD6+192)(SI)
+	VPMOVSXBW 192(SI), Y12 // the 16 signed sub-block scales
+	VPSLLW    $5, Y12, Y13 // 32 × scale, the offset multipliers
+	VPXORD    Z8, Z8, Z8
+	Q6KZHALF(0, 128, 0, Z20, Z21)
+	Q6KZHALF(64, 160, 128, Z22, Z23)
+	VEXTRACTI64X4 $1, Z8, Y1
+	VPADDD        Y1, Y8, Y8
+	VPMADDWD      (R9), Y13, Y6 // lane l: 32×(sc[2l]·bs[2l] + sc[2l+1]·bs[2l+1])
+	VPSUBD        Y6, Y8, Y8
+	VCVTDQ2PS     Y8, Y8
+	VBROADCASTSS  (DX), Y4
+	VPBROADCASTW  208(SI), X5
+	VCVTPH2PS     X5, Y5
+	VMULPS        Y4, Y5, Y5
+	VFMADD231PS   Y5, Y8, Y9
+	ADDQ          $210, SI
+	ADDQ          $256, R8
+	ADDQ          $4, DX
+	ADDQ          $32, R9
+	DECQ          CX
+	JNZ           sb
+
+	HSUM8(Y9, X9, X0)
+	MOVSS X9, (DI)
+	ADDQ  $4, DI
+	ADDQ  rowBytes+16(FP), R10
+	DECQ  R11
+	JNZ   row
+	VZEROUPPER
+	RET
