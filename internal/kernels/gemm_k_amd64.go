@@ -15,6 +15,9 @@ import (
 func gemmK16(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
 
 //go:noescape
+func prefetchLines(p *byte, n int)
+
+//go:noescape
 func gemmK16Q6(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
 
 // gemmPackK lays out, for each group g of sixteen tokens, the tokens'
@@ -133,6 +136,9 @@ func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	for r := r0; r < r1; r++ {
 		s.unpack(m.Type, m.Data[r*rb:(r+1)*rb], nsb)
+		if r+1 < m.Rows { // the next row arrives while this one's tiles run
+			prefetchLines(&m.Data[(r+1)*rb], rb)
+		}
 		for gi := 0; gi < a.gp.groups; gi++ {
 			tile(&s.q[0], sv, &s.wm[0], &a.qs[16*gi*a.cols], a.cols,
 				&a.gp.d16[gi*nsb*16], &a.gp.bsT[gi*nsb*128], nsb, &out[16*gi*m.Rows+r], 4*m.Rows)

@@ -622,3 +622,21 @@ loop26:
 	KU26OUT(1, 3)
 	VZEROUPPER
 	RET
+
+// func prefetchLines(p *byte, n int)
+// PREFETCHT0 of every 64-byte line of [p, p+n): the next weight row of a
+// prefill tile, asked for while the current one is computed.
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	ADDQ SI, CX
+
+pfloop:
+	CMPQ       SI, CX
+	JAE        pfdone
+	PREFETCHT0 (SI)
+	ADDQ       $64, SI
+	JMP        pfloop
+
+pfdone:
+	RET
