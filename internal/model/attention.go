@@ -30,12 +30,18 @@ const queryBlock = 32
 // so tests can force many passes.
 var attnBudget = 64 << 20
 
+// transposedKeys lets F16 keys be gathered transposed for
+// kernels.ScoresF16 where its kernel runs (faster than MatMul over keys
+// row by row, and bit-equal to it); a variable so a test can compare.
+var transposedKeys = true
+
 // windowedGather lets a sliding-window layer skip the pages before its
 // window; a variable so a test can compare against reading every page.
 var windowedGather = true
 
-// attnGroup is one (sequence, KV head): its keys gathered row by row and
-// its values transposed, for positions [0, n).
+// attnGroup is one (sequence, KV head): its keys gathered row by row (or,
+// F16 with kernels.ScoresF16Fast, transposed: row per dimension, pad
+// wide) and its values transposed, for positions [0, n).
 type attnGroup struct {
 	seq, kvHead int
 	n, pad      int // positions, and n rounded up to a multiple of 8
@@ -52,6 +58,7 @@ type attnGroup struct {
 // head. first is the stacked index of the sequence's first new token.
 type attnTask struct {
 	group, head, q0, q1, first int
+	rows                       int // keys the block's last query sees
 	qx, scores, probs, out     []float32
 	kmat                       kernels.Matrix
 	// vmat is the group's Vᵀ, or for an early query block of a long chunk
@@ -121,7 +128,7 @@ func (m *Model) attnBytes(sq *Seq) int {
 	c := &m.Config
 	n := sq.Pos + len(sq.Tokens)
 	pad := (n + 7) &^ 7
-	kvElems := c.KVHeads * c.HeadDim * (n + pad) * 4
+	kvElems := c.KVHeads * c.HeadDim * 2 * pad * 4
 	taskElems := c.Heads * len(sq.Tokens) * (2*c.HeadDim + n + pad) * 4
 	blocks := (len(sq.Tokens) + queryBlock - 1) / queryBlock
 	vtElems := c.Heads * (blocks - 1) * c.HeadDim * pad * 4
@@ -143,7 +150,7 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 		pad := (n + 7) &^ 7
 		for g := 0; g < c.KVHeads; g++ {
 			s.groups = append(s.groups, attnGroup{seq: seqBase + si, kvHead: g, n: n, pad: pad})
-			kvNeed += hd * (n + pad)
+			kvNeed += hd * 2 * pad // keys row by row need n ≤ pad rows
 		}
 		gpk := c.Heads / c.KVHeads
 		for h := 0; h < c.Heads; h++ {
@@ -176,9 +183,13 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 		s.vt32 = grow(s.vt32, vtNeed)
 	}
 	off := 0
+	s.keysT = f16 && transposedKeys && kernels.ScoresF16Fast()
 	for i := range s.groups {
 		g := &s.groups[i]
 		kn, vn := g.n*hd, g.pad*hd
+		if s.keysT {
+			kn = g.pad * hd
+		}
 		if f16 {
 			g.k16, g.v16 = s.kv16[off:off+kn:off+kn], s.kv16[off+kn:off+kn+vn:off+kn+vn]
 			g.vmat = kernels.Matrix{Type: gguf.F16, Rows: hd, Cols: g.pad, Data: bytes16(g.v16)}
@@ -196,13 +207,16 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 		g := &s.groups[tk.group]
 		nb := tk.q1 - tk.q0
 		rows := seqs[g.seq-seqBase].Pos + tk.q1 // keys the block's last query sees
+		tk.rows = rows
 		tk.vcols = (rows + 7) &^ 7
 		tk.qx, tk.out = take(nb*hd), take(nb*hd)
 		tk.scores, tk.probs = take(nb*rows), take(nb*tk.vcols)
 		tk.vmat, tk.vt16, tk.vt32 = g.vmat, nil, nil
 		n := hd * tk.vcols
 		if f16 {
-			tk.kmat = kernels.Matrix{Type: gguf.F16, Rows: rows, Cols: hd, Data: bytes16(g.k16[:rows*hd])}
+			if !s.keysT {
+				tk.kmat = kernels.Matrix{Type: gguf.F16, Rows: rows, Cols: hd, Data: bytes16(g.k16[:rows*hd])}
+			}
 			if tk.vcols < g.pad {
 				tk.vt16 = s.vt16[vtOff : vtOff+n : vtOff+n]
 				tk.vmat = kernels.Matrix{Type: gguf.F16, Rows: hd, Cols: tk.vcols, Data: bytes16(tk.vt16)}
@@ -252,10 +266,16 @@ func (m *Model) gather(li int, kv KVStore, seqs []Seq, g *attnGroup) {
 	if windowedGather {
 		skip = m.Config.windowStart(li, seqs[g.seq].Pos) / ps * ps
 	}
+	keysT := m.s.keysT
 	if skip > 0 {
-		if g.k16 != nil {
+		switch {
+		case keysT:
+			for d := 0; d < hd; d++ {
+				clear(g.k16[d*g.pad : d*g.pad+skip])
+			}
+		case g.k16 != nil:
 			clear(g.k16[:skip*hd])
-		} else {
+		default:
 			clear(g.k32[:skip*hd])
 		}
 		for d := 0; d < hd; d++ {
@@ -270,9 +290,13 @@ func (m *Model) gather(li int, kv KVStore, seqs []Seq, g *attnGroup) {
 		cnt := min(ps, g.n-p0)
 		if g.k16 != nil {
 			kp, vp := kv.PageF16(li, int(pages[p0/ps]))
-			for j := 0; j < cnt; j++ {
-				src := j*K + off
-				copy(g.k16[(p0+j)*hd:(p0+j+1)*hd], kp[src:src+hd])
+			if keysT {
+				transpose16(g.k16[p0:], g.pad, kp[off:], K, cnt, hd)
+			} else {
+				for j := 0; j < cnt; j++ {
+					src := j*K + off
+					copy(g.k16[(p0+j)*hd:(p0+j+1)*hd], kp[src:src+hd])
+				}
 			}
 			transpose16(g.v16[p0:], g.pad, vp[off:], K, cnt, hd)
 		} else {
@@ -303,12 +327,16 @@ func (m *Model) attendTask(seqs []Seq, tk *attnTask) {
 	g := &s.groups[tk.group]
 	pos := seqs[g.seq].Pos
 	hd, Q := c.HeadDim, c.QDim()
-	nb, rows := tk.q1-tk.q0, tk.kmat.Rows
+	nb, rows := tk.q1-tk.q0, tk.rows
 	for b := 0; b < nb; b++ {
 		t := tk.first + tk.q0 + b
 		copy(tk.qx[b*hd:(b+1)*hd], s.q[t*Q+tk.head*hd:t*Q+(tk.head+1)*hd])
 	}
-	m.serial.MatMul(tk.scores, &tk.kmat, tk.qx, nb)
+	if s.keysT {
+		kernels.ScoresF16(tk.scores, rows, g.k16, g.pad, rows, hd, tk.qx, nb)
+	} else {
+		m.serial.MatMul(tk.scores, &tk.kmat, tk.qx, nb)
+	}
 	for b := 0; b < nb; b++ {
 		valid := pos + tk.q0 + b + 1 // positions 0..Pos+q0+b
 		lo := c.windowStart(s.layer, valid-1)

@@ -14,6 +14,7 @@ type scratch struct {
 	groups                    []attnGroup
 	tasks                     []attnTask
 	kv16                      []uint16  // gathered keys and values, F16 KV
+	keysT                     bool      // F16 keys gathered transposed, for kernels.ScoresF16
 	kv32                      []float32 // gathered keys and values, F32 KV
 	attnBuf                   []float32 // per-task queries, scores, probabilities, outputs
 	vt16                      []uint16  // per-task shortened Vᵀ copies, F16 KV
