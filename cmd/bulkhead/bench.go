@@ -30,7 +30,9 @@ run "bulkhead bench kernels -h" or "bulkhead bench serve -h" for their flags
 
 environment:
   BULKHEAD_KERNELS=avx512|avx2|ref  force a CPU kernel set instead of the best
-            this CPU supports (bench kernels prints which ran); any command`
+            this CPU supports (bench kernels prints which ran); any command
+  BULKHEAD_ROW_STREAMS=1|2  weight streams per thread in one-token decode rows
+            (default 2 on Intel CPUs, 1 elsewhere; results keep their bits)`
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
