@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -64,11 +65,12 @@ func TestScoresF16EqualsMatMul(t *testing.T) {
 	})
 }
 
-// BenchmarkScoresF16 is one prefill attention task's scores (a block of 32
-// queries against 512 keys, head size 64) on one thread: ScoresF16 on
-// transposed keys against MatMul on row-major ones, in GFLOP/s.
+// BenchmarkScoresF16 is one attention task's scores on one thread: a
+// prefill block of 32 queries or a decode step's one query against 512
+// keys, head size 64; ScoresF16 on transposed keys against MatMul on
+// row-major ones, in GFLOP/s.
 func BenchmarkScoresF16(b *testing.B) {
-	const hd, n, nq = 64, 512, 32
+	const hd, n = 64, 512
 	r := rand.New(rand.NewPCG(63, 64))
 	keys := make([]byte, 2*n*hd)
 	kt := make([]uint16, hd*n)
@@ -79,25 +81,27 @@ func BenchmarkScoresF16(b *testing.B) {
 			kt[d*n+k] = h
 		}
 	}
-	q := randVec(r, nq*hd, 1)
-	out := make([]float32, nq*n)
 	m, err := NewMatrix(gguf.F16, n, hd, keys)
 	if err != nil {
 		b.Fatal(err)
 	}
 	p := NewPool(1)
 	defer p.Close()
-	flop := float64(2 * hd * n * nq)
-	b.Run("transposed", func(b *testing.B) {
-		for b.Loop() {
-			ScoresF16(out, n, kt, n, n, hd, q, nq)
-		}
-		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	})
-	b.Run("matmul", func(b *testing.B) {
-		for b.Loop() {
-			p.MatMul(out, m, q, nq)
-		}
-		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	})
+	for _, nq := range []int{32, 1} {
+		q := randVec(r, nq*hd, 1)
+		out := make([]float32, nq*n)
+		flop := float64(2 * hd * n * nq)
+		b.Run(fmt.Sprintf("q%d/transposed", nq), func(b *testing.B) {
+			for b.Loop() {
+				ScoresF16(out, n, kt, n, n, hd, q, nq)
+			}
+			b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		b.Run(fmt.Sprintf("q%d/matmul", nq), func(b *testing.B) {
+			for b.Loop() {
+				p.MatMul(out, m, q, nq)
+			}
+			b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
 }

@@ -35,6 +35,19 @@ var attnBudget = 64 << 20
 // row by row, and bit-equal to it); a variable so a test can compare.
 var transposedKeys = true
 
+// multiQuery reports whether some sequence brings more than one query:
+// only then are the keys transposed. One query per head converts each
+// key once per product either way, and there MatMul's rows were the
+// faster (BenchmarkScoresF16/q1: 49 against 45 GFLOP/s).
+func multiQuery(seqs []Seq) bool {
+	for i := range seqs {
+		if len(seqs[i].Tokens) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // windowedGather lets a sliding-window layer skip the pages before its
 // window; a variable so a test can compare against reading every page.
 var windowedGather = true
@@ -183,7 +196,7 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 		s.vt32 = grow(s.vt32, vtNeed)
 	}
 	off := 0
-	s.keysT = f16 && transposedKeys && kernels.ScoresF16Fast()
+	s.keysT = f16 && transposedKeys && kernels.ScoresF16Fast() && multiQuery(seqs)
 	for i := range s.groups {
 		g := &s.groups[i]
 		kn, vn := g.n*hd, g.pad*hd

@@ -10,7 +10,9 @@ import (
 )
 
 // TestTransposedKeysKeepEveryBit runs prompts (in chunks spanning several
-// query blocks, after earlier chunks' keys) and decode steps with the F16
+// query blocks, after earlier chunks' keys; blocks of 32 and 6 queries use
+// both the three-query kernel and the one-query remainder) and decode
+// steps (one query: row-major keys either way, multiQuery) with the F16
 // keys gathered transposed for kernels.ScoresF16 and row by row for
 // MatMul: every logit must keep its bits. Head sizes 16 and 12 (a tail
 // past the last eight columns).
