@@ -107,3 +107,126 @@ sb:
 	JNZ   row
 	VZEROUPPER
 	RET
+
+// q6kRows4Z: q6kRowsZ for four tokens. A super-block's 256 values (Z0..Z3,
+// 64 per step as above) and its four steps' scale vectors (Z4..Z7) are
+// built once and met by each token in turn; per token the operations are
+// q6kRowsZ's, so a token's result does not depend on the pass that
+// computed it. The arguments are q6kRows4's.
+
+// Q6KZVALS(LOFF, HOFF, A, B): a half's two steps of values into A and B.
+#define Q6KZVALS(LOFF, HOFF, A, B) \
+	VMOVDQU64       LOFF(SI), Z8        \
+	VBROADCASTI64X4 HOFF(SI), Z9        \
+	VPANDD          Z24, Z9, A          \
+	VPSLLVW         Z26, A, A           \
+	VPTERNLOGD      $0xd8, Z15, Z8, A   \
+	VPANDD          Z25, Z9, B          \
+	VPSRLVW         Z27, B, B           \
+	VPSRLW          $4, Z8, Z8          \
+	VPTERNLOGD      $0xd8, Z15, Z8, B
+
+// Q6KZTOK(XQ, XD, BS, ACC): one token (activations XQ, scale XD, sums BS)
+// into its float lanes ACC (Y); Y10 holds d.
+#define Q6KZTOK(XQ0, XQ1, XQ2, XQ3, XD, BS, ACC) \
+	VPXORD        Z11, Z11, Z11 \
+	VPMADDUBSW    XQ0, Z0, Z8   \
+	VPDPWSSD      Z4, Z8, Z11   \
+	VPMADDUBSW    XQ1, Z1, Z9   \
+	VPDPWSSD      Z5, Z9, Z11   \
+	VPMADDUBSW    XQ2, Z2, Z8   \
+	VPDPWSSD      Z6, Z8, Z11   \
+	VPMADDUBSW    XQ3, Z3, Z9   \
+	VPDPWSSD      Z7, Z9, Z11   \
+	VEXTRACTI64X4 $1, Z11, Y8   \
+	VPADDD        Y8, Y11, Y11  \
+	VPMADDWD      BS, Y13, Y9   \
+	VPSUBD        Y9, Y11, Y11  \
+	VCVTDQ2PS     Y11, Y11      \
+	VBROADCASTSS  XD, Y9        \
+	VMULPS        Y9, Y10, Y9   \
+	VFMADD231PS   Y9, Y11, ACC
+
+#define Q6KZTOKAT(B, XD, BS, ACC) \
+	Q6KZTOK(0 B, 64 B, 128 B, 192 B, XD, BS, ACC)
+
+// func q6kRows4Z(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
+TEXT ·q6kRows4Z(SB), NOSPLIT, $0-96
+	MOVQ      out+0(FP), R15
+	MOVQ      w+16(FP), R10
+	MOVQ      n+32(FP), R11
+	MOVQ      xqStride+72(FP), R12
+	MOVQ      xdStride+80(FP), R13
+	MOVQ      bsStride+88(FP), R14
+	LEAQ      ·kQ6KZ(SB), AX
+	VMOVDQU64 0(AX), Z24
+	VMOVDQU64 64(AX), Z25
+	VMOVDQU64 128(AX), Z26
+	VMOVDQU64 192(AX), Z27
+	VMOVDQU64 256(AX), Z20
+	VMOVDQU64 320(AX), Z21
+	VMOVDQU64 384(AX), Z22
+	VMOVDQU64 448(AX), Z23
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15
+
+row4z:
+	MOVQ   R10, SI
+	MOVQ   xq+40(FP), R8
+	MOVQ   xd+48(FP), DX
+	MOVQ   bs+56(FP), R9
+	MOVQ   nsb+64(FP), CX
+	LEAQ   (R12)(R12*2), DI
+	LEAQ   (R13)(R13*2), AX
+	LEAQ   (R14)(R14*2), BX
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+
+sb4z:
+	PREFETCHT0   PFD6(SI)
+	PREFETCHT0   (PFD6+64)(SI)
+	PREFETCHT0   (PFD6+128)(SI)
+	PREFETCHT0   (PFD6+192)(SI)
+	VPMOVSXBW    192(SI), Y12
+	VPSLLW       $5, Y12, Y13
+	Q6KZVALS(0, 128, Z0, Z1)
+	Q6KZVALS(64, 160, Z2, Z3)
+	VPERMW       Z12, Z20, Z4
+	VPERMW       Z12, Z21, Z5
+	VPERMW       Z12, Z22, Z6
+	VPERMW       Z12, Z23, Z7
+	VPBROADCASTW 208(SI), X10
+	VCVTPH2PS    X10, Y10
+	Q6KZTOKAT((R8), (DX), (R9), Y16)
+	Q6KZTOKAT((R8)(R12*1), (DX)(R13*1), (R9)(R14*1), Y17)
+	Q6KZTOKAT((R8)(R12*2), (DX)(R13*2), (R9)(R14*2), Y18)
+	Q6KZTOKAT((R8)(DI*1), (DX)(AX*1), (R9)(BX*1), Y19)
+	ADDQ         $210, SI
+	ADDQ         $256, R8
+	ADDQ         $4, DX
+	ADDQ         $32, R9
+	DECQ         CX
+	JNZ          sb4z
+
+	MOVQ    outStride+8(FP), DI
+	VMOVAPS Y16, Y0
+	HSUM8(Y0, X0, X4)
+	MOVSS   X0, (R15)
+	VMOVAPS Y17, Y1
+	HSUM8(Y1, X1, X4)
+	MOVSS   X1, (R15)(DI*1)
+	VMOVAPS Y18, Y2
+	HSUM8(Y2, X2, X4)
+	MOVSS   X2, (R15)(DI*2)
+	VMOVAPS Y19, Y3
+	HSUM8(Y3, X3, X4)
+	LEAQ    (DI)(DI*2), DI
+	MOVSS   X3, (R15)(DI*1)
+	ADDQ  $4, R15
+	ADDQ  rowBytes+24(FP), R10
+	DECQ  R11
+	JNZ   row4z
+	VZEROUPPER
+	RET

@@ -116,6 +116,9 @@ func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 }
 
 //go:noescape
+func q6kRows4Z(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
+
+//go:noescape
 func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 // kQ6KZ are q6kRowsZ's constants, 64 bytes each: the qh byte masks of a
@@ -136,8 +139,9 @@ var kQ6KZ = func() (k [8][32]uint16) {
 	return k
 }()
 
-// rowsK6Z is rowsKFused for Q6_K with q6kRowsZ for the tokens left after
-// AVX2's four-token q6kRows4 passes.
+// rowsK6Z is rowsKFused for Q6_K with the AVX-512 kernels: four tokens
+// per pass (q6kRows4Z), then one at a time (q6kRowsZ, in rowStreams
+// streams).
 func rowsK6Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	if a.batch > kFusedMaxBatch || r1 <= r0 {
 		rowsK(out, m, a, r0, r1)
@@ -147,7 +151,7 @@ func rowsK6Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	rb := m.rowBytes()
 	t := 0
 	for ; t+4 <= a.batch; t += 4 {
-		q6kRows4(&out[t*m.Rows+r0], 4*m.Rows, &m.Data[r0*rb], rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb],
+		q6kRows4Z(&out[t*m.Rows+r0], 4*m.Rows, &m.Data[r0*rb], rb, r1-r0, &a.qs[t*a.cols], &a.d[t*nsb],
 			&a.bsum[t*a.cols/16], nsb, a.cols, 4*nsb, 2*(a.cols/16))
 	}
 	for ; t < a.batch; t++ {
