@@ -24,7 +24,7 @@ package kernels
 // views of the activation the row kernels finish with.
 type gemmPack struct {
 	groups int       // full token groups laid out; 0 = the gemm does not run
-	group  int       // Q4_0: tokens per group (16, or 8 below 16 tokens)
+	group  int       // tokens per group: Q4_0 16 (8 below 16 tokens), floats 12 (8 below 12)
 	xq     []byte    // Q4_0: see gemmPackQ8
 	d16    []float32 // Q4_0, K-quants: the sixteen tokens' scales per block
 	bsT    []int32   // K-quants: see gemmPackK

@@ -31,15 +31,16 @@ loop:
 	VZEROUPPER
 	RET
 
-// func gemmPackFPair(dst *float32, s0, s1 *float32, n8 int)
+// func gemmPackFPair(dst *float32, s0, s1 *float32, n8, step int)
 // One token pair of float activations: for each eight columns c,
-// dst[64c:64c+16] (floats; the group's stride is 64 floats per c) takes
-// s0[8c:8c+8] then s1[8c:8c+8].
-TEXT ·gemmPackFPair(SB), NOSPLIT, $0-32
+// dst[step·c/4 : step·c/4+16] (step: the group's bytes per eight columns,
+// 64 bytes per pair) takes s0[8c:8c+8] then s1[8c:8c+8].
+TEXT ·gemmPackFPair(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ s0+8(FP), SI
 	MOVQ s1+16(FP), DX
 	MOVQ n8+24(FP), CX
+	MOVQ step+32(FP), R8
 	SHRQ $3, CX
 
 floop:
@@ -48,7 +49,7 @@ floop:
 	VMOVUPS       Z0, (DI)
 	ADDQ          $32, SI
 	ADDQ          $32, DX
-	ADDQ          $256, DI
+	ADDQ          R8, DI
 	DECQ          CX
 	JNZ           floop
 	VZEROUPPER
