@@ -64,20 +64,8 @@
 	EPI(A3, Y3_, X3_, R11)         \
 	ADDQ $4, DI
 
-// GEMMF(NAME, LOAD, WSTEP): func(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
-// Rows w + r*rowBytes (r < 6), n8 columns (a multiple of 8, > 0), out
-// byte-addressed as out + t*stride + 4r.
-#define GEMMF(NAME, LOAD, WSTEP) \
-TEXT NAME(SB), NOSPLIT, $0-48 \
-	MOVQ w+0(FP), SI \
-	MOVQ rowBytes+8(FP), R9 \
-	MOVQ xp+16(FP), R8 \
-	MOVQ n8+24(FP), CX \
-	MOVQ out+32(FP), DI \
-	MOVQ stride+40(FP), R10 \
-	SHRQ $3, CX \
-	LEAQ (SI)(R9*2), R11 \
-	ADDQ R9, R11 \
+// ZERO24 clears the tiles' 24 accumulators Z0..Z23.
+#define ZERO24 \
 	VPXORD Z0, Z0, Z0 \
 	VPXORD Z1, Z1, Z1 \
 	VPXORD Z2, Z2, Z2 \
@@ -101,7 +89,23 @@ TEXT NAME(SB), NOSPLIT, $0-48 \
 	VPXORD Z20, Z20, Z20 \
 	VPXORD Z21, Z21, Z21 \
 	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
+	VPXORD Z23, Z23, Z23 
+
+// GEMMF(NAME, LOAD, WSTEP): func(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
+// Rows w + r*rowBytes (r < 6), n8 columns (a multiple of 8, > 0), out
+// byte-addressed as out + t*stride + 4r.
+#define GEMMF(NAME, LOAD, WSTEP) \
+TEXT NAME(SB), NOSPLIT, $0-48 \
+	MOVQ w+0(FP), SI \
+	MOVQ rowBytes+8(FP), R9 \
+	MOVQ xp+16(FP), R8 \
+	MOVQ n8+24(FP), CX \
+	MOVQ out+32(FP), DI \
+	MOVQ stride+40(FP), R10 \
+	SHRQ $3, CX \
+	LEAQ (SI)(R9*2), R11 \
+	ADDQ R9, R11 \
+	ZERO24 \
 loop: \
 	VMOVUPS 0(R8), Z24 \
 	VMOVUPS 64(R8), Z25 \
@@ -184,30 +188,7 @@ TEXT NAME(SB), NOSPLIT, $0-48 \
 	MOVQ stride+40(FP), R10 \
 	SHRQ $3, CX \
 	LEAQ (SI)(R9*2), R11 \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	VPXORD Z8, Z8, Z8 \
-	VPXORD Z9, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPXORD Z11, Z11, Z11 \
-	VPXORD Z12, Z12, Z12 \
-	VPXORD Z13, Z13, Z13 \
-	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
+	ZERO24 \
 loop12: \
 	VMOVUPS 0(R8), Z24 \
 	VMOVUPS 64(R8), Z25 \
