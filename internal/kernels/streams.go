@@ -14,8 +14,10 @@ const RowStreamsEnv = "BULKHEAD_ROW_STREAMS"
 // fast one core reads depends on how many runs its hardware prefetcher
 // follows. On Intel, two runs far apart read faster than one: Q4_K rows
 // from memory, one thread, 7.6–7.9 → 9.4–10.0 GB/cpu-s (a plain read
-// probe: 9.0–9.7), and F16's two-stream halves beat the one-stream packed
-// copy (1B F16 tg: 10.7–11.1 vs 9.5–9.8 tok/s). On AMD Zen 5 the packed
+// probe: 9.0–9.7), and F16's two-stream halves were as fast as the
+// one-stream packed copy or faster (1B F16 tg: 10.7–11.1 vs 9.5–9.8 tok/s
+// early in one session, 10.4 vs 10.4–11.2 at its end) without the copy's
+// memory. On AMD Zen 5 the packed
 // one-stream F16 copy ran at 0.94–0.97 of the read probe against 0.55
 // for the halves. So: two on Intel, one elsewhere.
 //
