@@ -69,6 +69,10 @@ type kernelsResult struct {
 	// Same-run yardsticks (absent with --no-probe) and the results as
 	// fractions of them.
 	Kernels string `json:"kernels"`
+	// Which kernels ran per weight type, and the decode rows' weight
+	// streams per thread (kernels.RowStreams, BULKHEAD_ROW_STREAMS).
+	KernelVariants string `json:"kernel_variants"`
+	RowStreams     int    `json:"row_streams"`
 	*yardsticks
 	DecodeReadFraction float64 `json:"decode_fraction_of_read_probe,omitempty"`
 	// The same per CPU-second (all threads) of decode and of the probe.
@@ -214,6 +218,7 @@ func runBenchKernels(args []string, stdout, stderr io.Writer) error {
 		res.DecodeGBPerCPUs = float64(m.WeightBytes()) * float64(*genLen**reps) / decodeCPU.Seconds() / 1e9
 	}
 	res.Kernels = kernels.Implementation()
+	res.KernelVariants, res.RowStreams = kernels.Variants(), kernels.RowStreams()
 	res.PrefillGFlops = matmulFlopsPerToken(&m.Config) * res.PrefillTokensPerS / 1e9
 	if !*noProbe {
 		y := measureYardsticks(m.Threads(), probeBytes(m.WeightBytes(), *probeMB))

@@ -133,6 +133,12 @@ func TestMkmodelWritesALoadableModel(t *testing.T) {
 	if k, _ := res["kernels"].(string); k == "" {
 		t.Errorf("bench result names no kernels: %v", res)
 	}
+	if v, _ := res["kernel_variants"].(string); v == "" {
+		t.Errorf("bench result names no kernel variants: %v", res)
+	}
+	if n := num("row_streams"); n != 1 && n != 2 {
+		t.Errorf("bench result row_streams = %v, want 1 or 2", res["row_streams"])
+	}
 	// --decode-seqs 3: three tokens per step, the weights counted once per
 	// step, so tokens per GB of weights read is three times the 1-sequence
 	// figure (weight bytes per token = GB/s ÷ tokens/s).
