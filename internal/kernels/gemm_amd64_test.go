@@ -407,3 +407,38 @@ func benchMatMulGemm(b *testing.B, p *Pool, m *Matrix, x, out []float32, batch i
 	b.ReportMetric(perCPU/1e9, "GFLOP/cpu-s")
 	return perCPU
 }
+
+// TestUnpackQ4KScalesAsmEqualsGo checks kUnpackQ4KScalesZ against the Go
+// decoding of the same rows of random bytes (every 6-bit scale and min
+// pattern): the scale words and min words gemmK16 reads must be equal.
+func TestUnpackQ4KScalesAsmEqualsGo(t *testing.T) {
+	if !gemmHasQ8 {
+		t.Skip("skipped: kUnpackQ4KScalesZ needs AVX-512 BW/VL (the tiles it serves need VNNI too)")
+	}
+	defer func(v bool) { q4kScalesAsm = v }(q4kScalesAsm)
+	r := rand.New(rand.NewPCG(65, 66))
+	for _, nsb := range []int{1, 2, 7, 32} {
+		row := make([]byte, 144*nsb)
+		for i := range row {
+			row[i] = byte(r.Uint32())
+		}
+		var got, want kRowScratch
+		for _, s := range []*kRowScratch{&got, &want} {
+			s.q, s.sv, s.wm = make([]byte, 256*nsb), make([]uint64, 32*nsb), make([]byte, 40*nsb)
+		}
+		q4kScalesAsm = true
+		got.unpackQ4K(row, nsb)
+		q4kScalesAsm = false
+		want.unpackQ4K(row, nsb)
+		for i := range want.sv {
+			if got.sv[i] != want.sv[i] {
+				t.Fatalf("nsb %d: scale words %d = %#x, Go %#x", nsb, i, got.sv[i], want.sv[i])
+			}
+		}
+		for i := range want.wm {
+			if got.wm[i] != want.wm[i] {
+				t.Fatalf("nsb %d: min/factor byte %d = %#x, Go %#x", nsb, i, got.wm[i], want.wm[i])
+			}
+		}
+	}
+}

@@ -18,6 +18,24 @@ func gemmK16(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, 
 func prefetchLines(p *byte, n int)
 
 //go:noescape
+func kUnpackQ4KScalesZ(w *byte, nsb int, sv *int16, wm *byte)
+
+// kQ4KSV are kUnpackQ4KScalesZ's VPERMW indices into the decoded scale
+// words (scales 0..7, then mins 0..7): four vectors of two groups' scales
+// sixteen times each, then the mins twice each.
+var kQ4KSV = func() (k [5][32]uint16) {
+	for j := 0; j < 32; j++ {
+		for v := 0; v < 4; v++ {
+			k[v][j] = uint16(2*v + j/16)
+		}
+		if j < 16 {
+			k[4][j] = uint16(8 + j/2)
+		}
+	}
+	return k
+}()
+
+//go:noescape
 func gemmK16Q6(q *byte, sv *int16, wm *byte, xq *int8, stride int, xd16 *float32, bsT *int32, nsb int, out *float32, ostride int)
 
 // gemmPackK lays out, for each group g of sixteen tokens, the tokens'
@@ -104,6 +122,15 @@ func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
 func (s *kRowScratch) unpackQ4K(row []byte, nsb int) {
 	le := binary.LittleEndian
 	q4kUnpack(&row[0], nsb, &s.q[0])
+	if q4kScalesAsm {
+		kUnpackQ4KScalesZ(&row[0], nsb, (*int16)(unsafe.Pointer(&s.sv[0])), &s.wm[0])
+		for b := 0; b < nsb; b++ {
+			blk, wm := row[144*b:], s.wm[40*b:40*b+40]
+			le.PutUint32(wm[32:], math.Float32bits(f16At(blk, 0)))
+			le.PutUint32(wm[36:], math.Float32bits(f16At(blk, 2)))
+		}
+		return
+	}
 	const rep = 0x0001000100010001
 	for b := 0; b < nsb; b++ {
 		blk := row[144*b : 144*b+144]
@@ -165,3 +192,8 @@ func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	gemmFinish(out, m, a, 16, r0, r1, r1)
 }
+
+// q4kScalesAsm makes unpackQ4K decode the scales with kUnpackQ4KScalesZ
+// (the tiles only run with AVX-512); a variable so a test can compare it
+// with the Go decoding.
+var q4kScalesAsm = true

@@ -640,3 +640,42 @@ pfloop:
 
 pfdone:
 	RET
+
+// func kUnpackQ4KScalesZ(w *byte, nsb int, sv *int16, wm *byte)
+// gemmK16's scale words of nsb Q4_K super-blocks (kRowScratch.unpackQ4K's
+// layout): per super-block 128 words at sv, group g's scale sixteen times
+// (VPERMW of the decoded bytes with kQ4KSV's indices), and 16 words at wm
+// (40-byte stride), each sub-block pair's min twice. AVX-512 BW/VL; the
+// two float factors after them are the caller's.
+TEXT ·kUnpackQ4KScalesZ(SB), NOSPLIT, $0-32
+	MOVQ      w+0(FP), SI
+	MOVQ      nsb+8(FP), CX
+	MOVQ      sv+16(FP), DI
+	MOVQ      wm+24(FP), R8
+	LEAQ      ·kQ4KSV(SB), AX
+	VMOVDQU64 0(AX), Z20
+	VMOVDQU64 64(AX), Z21
+	VMOVDQU64 128(AX), Z22
+	VMOVDQU64 192(AX), Z23
+	VMOVDQU64 256(AX), Y24
+
+svloop:
+	Q4KSCALES
+	VPMOVZXBW X0, Y1
+	VPERMW    Z1, Z20, Z2
+	VMOVDQU64 Z2, 0(DI)
+	VPERMW    Z1, Z21, Z2
+	VMOVDQU64 Z2, 64(DI)
+	VPERMW    Z1, Z22, Z2
+	VMOVDQU64 Z2, 128(DI)
+	VPERMW    Z1, Z23, Z2
+	VMOVDQU64 Z2, 192(DI)
+	VPERMW    Y1, Y24, Y3
+	VMOVDQU   Y3, (R8)
+	ADDQ      $144, SI
+	ADDQ      $256, DI
+	ADDQ      $40, R8
+	DECQ      CX
+	JNZ       svloop
+	VZEROUPPER
+	RET
