@@ -345,22 +345,28 @@ func (m *Model) attendTask(seqs []Seq, tk *attnTask) {
 		t := tk.first + tk.q0 + b
 		copy(tk.qx[b*hd:(b+1)*hd], s.q[t*Q+tk.head*hd:t*Q+(tk.head+1)*hd])
 	}
+	// Transposed keys score straight into the probabilities' rows (vcols
+	// apart); MatMul's rows are rows apart, copied over after the softmax.
+	scores, ld := tk.scores, rows
 	if s.keysT {
-		kernels.ScoresF16(tk.scores, rows, g.k16, g.pad, rows, hd, tk.qx, nb)
+		scores, ld = tk.probs, tk.vcols
+		kernels.ScoresF16(scores, ld, g.k16, g.pad, rows, hd, tk.qx, nb)
 	} else {
-		m.serial.MatMul(tk.scores, &tk.kmat, tk.qx, nb)
+		m.serial.MatMul(scores, &tk.kmat, tk.qx, nb)
 	}
 	for b := 0; b < nb; b++ {
 		valid := pos + tk.q0 + b + 1 // positions 0..Pos+q0+b
 		lo := c.windowStart(s.layer, valid-1)
-		sc := tk.scores[b*rows : b*rows+valid]
+		sc := scores[b*ld : b*ld+valid]
 		for j := range sc {
 			sc[j] *= m.attnScale
 		}
 		softcap(sc, c.AttnSoftcap)
 		kernels.Softmax(sc[lo:])
 		pr := tk.probs[b*tk.vcols : (b+1)*tk.vcols]
-		copy(pr, sc)
+		if !s.keysT {
+			copy(pr, sc)
+		}
 		clear(pr[:lo])
 		clear(pr[valid:])
 	}
