@@ -64,6 +64,19 @@
 	EPI(A3, Y3_, X3_, R11)         \
 	ADDQ $4, DI
 
+// GEMMFARGS loads the float tiles' arguments (one signature): SI the
+// first row, R9 the row stride, R8 the packed activations, CX the steps of
+// eight columns, DI out, R10 the token stride, R11 row 2.
+#define GEMMFARGS \
+	MOVQ w+0(FP), SI \
+	MOVQ rowBytes+8(FP), R9 \
+	MOVQ xp+16(FP), R8 \
+	MOVQ n8+24(FP), CX \
+	MOVQ out+32(FP), DI \
+	MOVQ stride+40(FP), R10 \
+	SHRQ $3, CX \
+	LEAQ (SI)(R9*2), R11
+
 // ZERO24 clears the tiles' 24 accumulators Z0..Z23.
 #define ZERO24 \
 	VPXORD Z0, Z0, Z0 \
@@ -96,14 +109,7 @@
 // byte-addressed as out + t*stride + 4r.
 #define GEMMF(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
-	MOVQ w+0(FP), SI \
-	MOVQ rowBytes+8(FP), R9 \
-	MOVQ xp+16(FP), R8 \
-	MOVQ n8+24(FP), CX \
-	MOVQ out+32(FP), DI \
-	MOVQ stride+40(FP), R10 \
-	SHRQ $3, CX \
-	LEAQ (SI)(R9*2), R11 \
+	GEMMFARGS \
 	ADDQ R9, R11 \
 	ZERO24 \
 loop: \
@@ -180,14 +186,7 @@ GEMMF(·gemmF32x8, LOADF32, 32)
 // byte-addressed as out + t*stride + 4r.
 #define GEMMF12(NAME, LOAD, WSTEP) \
 TEXT NAME(SB), NOSPLIT, $0-48 \
-	MOVQ w+0(FP), SI \
-	MOVQ rowBytes+8(FP), R9 \
-	MOVQ xp+16(FP), R8 \
-	MOVQ n8+24(FP), CX \
-	MOVQ out+32(FP), DI \
-	MOVQ stride+40(FP), R10 \
-	SHRQ $3, CX \
-	LEAQ (SI)(R9*2), R11 \
+	GEMMFARGS \
 	ZERO24 \
 loop12: \
 	VMOVUPS 0(R8), Z24 \
