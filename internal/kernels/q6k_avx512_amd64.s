@@ -24,6 +24,11 @@
 // (qh & [30|c0]) >> [0|2] (word shifts of masked bytes, which cannot
 // spill into the next byte).
 //
+// q6kRows4Z does the same for four tokens: a super-block's four value
+// vectors (Z0..Z3) and four scale vectors (Z4..Z7) are built once (Q6KZSB)
+// and met by each token in turn (Q6KZTOK), so a token's result does not
+// depend on the pass that computed it. q6kRowsZ is its one-token case.
+//
 // The integer lanes: dword i of a step covers values 4i..4i+3 of its 64,
 // i.e. lane i mod 8 of group (i < 8 ? first : second) 32; adding the upper
 // 256 bits onto the lower after the four steps gives exactly dotKRef's
@@ -31,88 +36,21 @@
 // free). The offset, the conversion and the FMA are q6kRows' instructions,
 // so results are bit-equal to the reference and to AVX2.
 
-// Q6KZSTEP(V, XOFF, SIDX): the 64 values in V against the activations at
-// XOFF(R8), scaled by the sub-block scales that VPERMW picks with index
-// SIDX from Z12 (the 16 scales as words); into the lanes Z8.
-#define Q6KZSTEP(V, XOFF, SIDX) \
-	VPMADDUBSW XOFF(R8), V, V   \
-	VPERMW     Z12, SIDX, Z1    \
-	VPDPWSSD   Z1, V, Z8
-
-// Q6KZHALF(LOFF, HOFF, XOFF, SA, SB): half at ql LOFF(SI), qh HOFF(SI),
-// activations XOFF(R8); SA, SB are the scale indices of its two steps.
-#define Q6KZHALF(LOFF, HOFF, XOFF, SA, SB) \
-	VMOVDQU64       LOFF(SI), Z2        \
-	VBROADCASTI64X4 HOFF(SI), Z3        \
-	VPANDD          Z24, Z3, Z4         \
-	VPSLLVW         Z26, Z4, Z4         \
-	VPTERNLOGD      $0xd8, Z15, Z2, Z4  \
-	Q6KZSTEP(Z4, XOFF, SA)              \
-	VPANDD          Z25, Z3, Z5         \
-	VPSRLVW         Z27, Z5, Z5         \
-	VPSRLW          $4, Z2, Z2          \
-	VPTERNLOGD      $0xd8, Z15, Z2, Z5  \
-	Q6KZSTEP(Z5, XOFF+64, SB)
-
-// func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
-TEXT ·q6kRowsZ(SB), NOSPLIT, $0-64
-	ROWARGS
-	LEAQ      ·kQ6KZ(SB), AX
-	VMOVDQU64 0(AX), Z24   // qh masks of the first step: 03 | 0c
-	VMOVDQU64 64(AX), Z25  // of the second: 30 | c0
-	VMOVDQU64 128(AX), Z26 // word shifts left: 4 | 2
-	VMOVDQU64 192(AX), Z27 // word shifts right: 0 | 2
-	VMOVDQU64 256(AX), Z20 // VPERMW indices of the four steps' scales
-	VMOVDQU64 320(AX), Z21
-	VMOVDQU64 384(AX), Z22
-	VMOVDQU64 448(AX), Z23
-	MOVL         $0x0f0f0f0f, BX
-	VPBROADCASTD BX, Z15
-
-row:
-	ROWHEAD
-
-sb:
-	PREFETCHT0 PFD6(SI)
-	PREFETCHT0 (PFD6+64)(SI)
-	PREFETCHT0 (PFD6+128)(SI)
-	PREFETCHT0 (PFD6+192)(SI)
-	VPMOVSXBW 192(SI), Y12 // the 16 signed sub-block scales
-	VPSLLW    $5, Y12, Y13 // 32 × scale, the offset multipliers
-	VPXORD    Z8, Z8, Z8
-	Q6KZHALF(0, 128, 0, Z20, Z21)
-	Q6KZHALF(64, 160, 128, Z22, Z23)
-	VEXTRACTI64X4 $1, Z8, Y1
-	VPADDD        Y1, Y8, Y8
-	VPMADDWD      (R9), Y13, Y6 // lane l: 32×(sc[2l]·bs[2l] + sc[2l+1]·bs[2l+1])
-	VPSUBD        Y6, Y8, Y8
-	VCVTDQ2PS     Y8, Y8
-	VBROADCASTSS  (DX), Y4
-	VPBROADCASTW  208(SI), X5
-	VCVTPH2PS     X5, Y5
-	VMULPS        Y4, Y5, Y5
-	VFMADD231PS   Y5, Y8, Y9
-	ADDQ          $210, SI
-	ADDQ          $256, R8
-	ADDQ          $4, DX
-	ADDQ          $32, R9
-	DECQ          CX
-	JNZ           sb
-
-	HSUM8(Y9, X9, X0)
-	MOVSS X9, (DI)
-	ADDQ  $4, DI
-	ADDQ  rowBytes+16(FP), R10
-	DECQ  R11
-	JNZ   row
-	VZEROUPPER
-	RET
-
-// q6kRows4Z: q6kRowsZ for four tokens. A super-block's 256 values (Z0..Z3,
-// 64 per step as above) and its four steps' scale vectors (Z4..Z7) are
-// built once and met by each token in turn; per token the operations are
-// q6kRowsZ's, so a token's result does not depend on the pass that
-// computed it. The arguments are q6kRows4's.
+// Q6KZCONST loads the constants both kernels keep in registers (kQ6KZ:
+// qh masks Z24/Z25, word shifts Z26/Z27, VPERMW indices Z20..Z23; Z15 the
+// 0x0f bytes).
+#define Q6KZCONST \
+	LEAQ         ·kQ6KZ(SB), AX \
+	VMOVDQU64    0(AX), Z24     \
+	VMOVDQU64    64(AX), Z25    \
+	VMOVDQU64    128(AX), Z26   \
+	VMOVDQU64    192(AX), Z27   \
+	VMOVDQU64    256(AX), Z20   \
+	VMOVDQU64    320(AX), Z21   \
+	VMOVDQU64    384(AX), Z22   \
+	VMOVDQU64    448(AX), Z23   \
+	MOVL         $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z15
 
 // Q6KZVALS(LOFF, HOFF, A, B): a half's two steps of values into A and B.
 #define Q6KZVALS(LOFF, HOFF, A, B) \
@@ -126,8 +64,28 @@ sb:
 	VPSRLW          $4, Z8, Z8          \
 	VPTERNLOGD      $0xd8, Z15, Z8, B
 
+// Q6KZSB: the super-block at SI: values Z0..Z3, scale vectors Z4..Z7 (the
+// 16 signed scales as words in Z12, VPERMW-spread), offset multipliers
+// 32×scale in Y13, d in Y10.
+#define Q6KZSB \
+	PREFETCHT0   PFD6(SI)       \
+	PREFETCHT0   (PFD6+64)(SI)  \
+	PREFETCHT0   (PFD6+128)(SI) \
+	PREFETCHT0   (PFD6+192)(SI) \
+	VPMOVSXBW    192(SI), Y12   \
+	VPSLLW       $5, Y12, Y13   \
+	Q6KZVALS(0, 128, Z0, Z1)    \
+	Q6KZVALS(64, 160, Z2, Z3)   \
+	VPERMW       Z12, Z20, Z4   \
+	VPERMW       Z12, Z21, Z5   \
+	VPERMW       Z12, Z22, Z6   \
+	VPERMW       Z12, Z23, Z7   \
+	VPBROADCASTW 208(SI), X10   \
+	VCVTPH2PS    X10, Y10
+
 // Q6KZTOK(XQ, XD, BS, ACC): one token (activations XQ, scale XD, sums BS)
-// into its float lanes ACC (Y); Y10 holds d.
+// into its float lanes ACC (Y): four steps, the upper lanes onto the
+// lower, the offset out of the integer lanes, then acc += float(A) × (d × x_d).
 #define Q6KZTOK(XQ0, XQ1, XQ2, XQ3, XD, BS, ACC) \
 	VPXORD        Z11, Z11, Z11 \
 	VPMADDUBSW    XQ0, Z0, Z8   \
@@ -150,25 +108,53 @@ sb:
 #define Q6KZTOKAT(B, XD, BS, ACC) \
 	Q6KZTOK(0 B, 64 B, 128 B, 192 B, XD, BS, ACC)
 
+// Q6KZNEXT steps to the next super-block and its activations.
+#define Q6KZNEXT \
+	ADDQ $210, SI \
+	ADDQ $256, R8 \
+	ADDQ $4, DX   \
+	ADDQ $32, R9
+
+// Q6KZOUT(ACC, Y, X, DST): hsum8 of ACC (through Y, a register HSUM8's
+// VEX forms can name) to DST.
+#define Q6KZOUT(ACC, Y, X, DST) \
+	VMOVAPS ACC, Y      \
+	HSUM8(Y, X, X4)     \
+	MOVSS   X, DST
+
+// func q6kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
+TEXT ·q6kRowsZ(SB), NOSPLIT, $0-64
+	ROWARGS
+	Q6KZCONST
+
+row:
+	ROWHEAD
+	VPXORD Y16, Y16, Y16
+
+sb:
+	Q6KZSB
+	Q6KZTOKAT((R8), (DX), (R9), Y16)
+	Q6KZNEXT
+	DECQ CX
+	JNZ  sb
+
+	Q6KZOUT(Y16, Y0, X0, (DI))
+	ADDQ $4, DI
+	ADDQ rowBytes+16(FP), R10
+	DECQ R11
+	JNZ  row
+	VZEROUPPER
+	RET
+
 // func q6kRows4Z(out *float32, outStride int, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, xqStride, xdStride, bsStride int)
 TEXT ·q6kRows4Z(SB), NOSPLIT, $0-96
-	MOVQ      out+0(FP), R15
-	MOVQ      w+16(FP), R10
-	MOVQ      n+32(FP), R11
-	MOVQ      xqStride+72(FP), R12
-	MOVQ      xdStride+80(FP), R13
-	MOVQ      bsStride+88(FP), R14
-	LEAQ      ·kQ6KZ(SB), AX
-	VMOVDQU64 0(AX), Z24
-	VMOVDQU64 64(AX), Z25
-	VMOVDQU64 128(AX), Z26
-	VMOVDQU64 192(AX), Z27
-	VMOVDQU64 256(AX), Z20
-	VMOVDQU64 320(AX), Z21
-	VMOVDQU64 384(AX), Z22
-	VMOVDQU64 448(AX), Z23
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
+	MOVQ out+0(FP), R15
+	MOVQ w+16(FP), R10
+	MOVQ n+32(FP), R11
+	MOVQ xqStride+72(FP), R12
+	MOVQ xdStride+80(FP), R13
+	MOVQ bsStride+88(FP), R14
+	Q6KZCONST
 
 row4z:
 	MOVQ   R10, SI
@@ -185,48 +171,24 @@ row4z:
 	VPXORD Y19, Y19, Y19
 
 sb4z:
-	PREFETCHT0   PFD6(SI)
-	PREFETCHT0   (PFD6+64)(SI)
-	PREFETCHT0   (PFD6+128)(SI)
-	PREFETCHT0   (PFD6+192)(SI)
-	VPMOVSXBW    192(SI), Y12
-	VPSLLW       $5, Y12, Y13
-	Q6KZVALS(0, 128, Z0, Z1)
-	Q6KZVALS(64, 160, Z2, Z3)
-	VPERMW       Z12, Z20, Z4
-	VPERMW       Z12, Z21, Z5
-	VPERMW       Z12, Z22, Z6
-	VPERMW       Z12, Z23, Z7
-	VPBROADCASTW 208(SI), X10
-	VCVTPH2PS    X10, Y10
+	Q6KZSB
 	Q6KZTOKAT((R8), (DX), (R9), Y16)
 	Q6KZTOKAT((R8)(R12*1), (DX)(R13*1), (R9)(R14*1), Y17)
 	Q6KZTOKAT((R8)(R12*2), (DX)(R13*2), (R9)(R14*2), Y18)
 	Q6KZTOKAT((R8)(DI*1), (DX)(AX*1), (R9)(BX*1), Y19)
-	ADDQ         $210, SI
-	ADDQ         $256, R8
-	ADDQ         $4, DX
-	ADDQ         $32, R9
-	DECQ         CX
-	JNZ          sb4z
+	Q6KZNEXT
+	DECQ CX
+	JNZ  sb4z
 
-	MOVQ    outStride+8(FP), DI
-	VMOVAPS Y16, Y0
-	HSUM8(Y0, X0, X4)
-	MOVSS   X0, (R15)
-	VMOVAPS Y17, Y1
-	HSUM8(Y1, X1, X4)
-	MOVSS   X1, (R15)(DI*1)
-	VMOVAPS Y18, Y2
-	HSUM8(Y2, X2, X4)
-	MOVSS   X2, (R15)(DI*2)
-	VMOVAPS Y19, Y3
-	HSUM8(Y3, X3, X4)
-	LEAQ    (DI)(DI*2), DI
-	MOVSS   X3, (R15)(DI*1)
-	ADDQ  $4, R15
-	ADDQ  rowBytes+24(FP), R10
-	DECQ  R11
-	JNZ   row4z
+	MOVQ outStride+8(FP), DI
+	Q6KZOUT(Y16, Y0, X0, (R15))
+	Q6KZOUT(Y17, Y1, X1, (R15)(DI*1))
+	Q6KZOUT(Y18, Y2, X2, (R15)(DI*2))
+	LEAQ (DI)(DI*2), DI
+	Q6KZOUT(Y19, Y3, X3, (R15)(DI*1))
+	ADDQ $4, R15
+	ADDQ rowBytes+24(FP), R10
+	DECQ R11
+	JNZ  row4z
 	VZEROUPPER
 	RET
