@@ -20,11 +20,21 @@ func cpuKernels() []kernelSet {
 // defaultRowStreams is rowStreams' default: two on Intel CPUs, one
 // elsewhere (streams.go says why).
 func defaultRowStreams() int {
-	b, c, d := cpuidVendor()
-	if b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e { // "GenuineIntel"
+	if cpuVendor() == "GenuineIntel" {
 		return 2
 	}
 	return 1
+}
+
+// cpuVendor is CPUID leaf 0's vendor string ("GenuineIntel",
+// "AuthenticAMD", ...): EBX, EDX, ECX as twelve bytes.
+func cpuVendor() string {
+	b, c, d := cpuidVendor()
+	var v [12]byte
+	for i, w := range [3]uint32{b, d, c} {
+		v[4*i], v[4*i+1], v[4*i+2], v[4*i+3] = byte(w), byte(w>>8), byte(w>>16), byte(w>>24)
+	}
+	return string(v[:])
 }
 
 // cpuidVendor returns CPUID leaf 0's vendor words (EBX, ECX, EDX).
