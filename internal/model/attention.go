@@ -71,8 +71,8 @@ type attnGroup struct {
 // head. first is the stacked index of the sequence's first new token.
 type attnTask struct {
 	group, head, q0, q1, first int
-	rows                       int // keys the block's last query sees
-	qx, scores, probs, out     []float32
+	rows                       int       // keys the block's last query sees
+	qx, scores, probs, out     []float32 // scores nil with transposed keys (they score into probs)
 	kmat                       kernels.Matrix
 	// vmat is the group's Vᵀ, or for an early query block of a long chunk
 	// a copy of its first vcols columns (vt16 or vt32), which is all the
@@ -158,6 +158,7 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 	f16 := kv.DType() == gguf.F16
 	s.groups, s.tasks = s.groups[:0], s.tasks[:0]
 	kvNeed, taskNeed, vtNeed := 0, 0, 0
+	s.keysT = f16 && transposedKeys && kernels.ScoresF16Fast() && multiQuery(seqs)
 	for si, sq := range seqs {
 		n := sq.Pos + len(sq.Tokens)
 		pad := (n + 7) &^ 7
@@ -175,7 +176,11 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 				q1 := min(q0+queryBlock, len(sq.Tokens))
 				s.tasks = append(s.tasks, attnTask{group: group, head: h, q0: q0, q1: q1, first: first})
 				vcols := (sq.Pos + q1 + 7) &^ 7
-				taskNeed += (q1 - q0) * (2*hd + sq.Pos + q1 + vcols)
+				scores := sq.Pos + q1 // transposed keys score into the probabilities
+				if s.keysT {
+					scores = 0
+				}
+				taskNeed += (q1 - q0) * (2*hd + scores + vcols)
 				if vcols < pad {
 					vtNeed += hd * vcols
 				}
@@ -196,7 +201,6 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 		s.vt32 = grow(s.vt32, vtNeed)
 	}
 	off := 0
-	s.keysT = f16 && transposedKeys && kernels.ScoresF16Fast() && multiQuery(seqs)
 	for i := range s.groups {
 		g := &s.groups[i]
 		kn, vn := g.n*hd, g.pad*hd
@@ -223,7 +227,10 @@ func (m *Model) planAttention(kv KVStore, seqs []Seq, seqBase, first int) {
 		tk.rows = rows
 		tk.vcols = (rows + 7) &^ 7
 		tk.qx, tk.out = take(nb*hd), take(nb*hd)
-		tk.scores, tk.probs = take(nb*rows), take(nb*tk.vcols)
+		tk.scores, tk.probs = nil, take(nb*tk.vcols)
+		if !s.keysT {
+			tk.scores = take(nb * rows)
+		}
 		tk.vmat, tk.vt16, tk.vt32 = g.vmat, nil, nil
 		n := hd * tk.vcols
 		if f16 {
