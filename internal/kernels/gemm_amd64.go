@@ -73,8 +73,8 @@ func gemmVariant() string {
 // GFLOP/cpu-s, rows → tiles; measured when Q8_0 had these tiles): Q8_0 at 8 tokens 47–51 → 69–78, at 16 51 →
 // 90–117; F16 at 8 40 → 74 and at 16 43 → 78; Q4_K at 16 75 → 70.
 // On an AVX-512 VNNI host the Q4_K tile wins the microbenchmark at 16
-// tokens (121–125 → 137–155) yet loses the whole step: bench kernels
-// --decode-seqs 16 on a 1B Q4_K_M fell from 101–110 to 95–103 tokens/s
+// tokens (80–125 → 137–155) yet loses the whole step: bench kernels
+// --decode-seqs 16 on a 1B Q4_K_M fell from 101–110 to 95–96 tokens/s
 // with Q4_K and Q6_K tiles at 16, and to 101–103 with Q4_K alone, so
 // 16-sequence decode stays on the fused rows, which keep each row in cache.
 func gemmMinBatch(t gguf.Type) int {
