@@ -64,6 +64,41 @@
 	EPI(A3, Y3_, X3_, R11)         \
 	ADDQ $4, DI
 
+// ROWS4(A, B, C, D, R): the hsum8 of rows 0..3 (accumulators A..D, one
+// token pair each) for both tokens, in hsum8's order but eight sums at a
+// time: the halves' blocks are regrouped (VSHUFF32X4, VSHUFPS) so each add
+// is one level of hsum8's tree for eight results. R's lanes 4k and 4k+2
+// hold them: block 0 rows 0 and 2 of the first token, block 1 the same of
+// the second, blocks 2 and 3 rows 1 and 3 of the first and second.
+// Z24 and Z25 are temporaries.
+#define ROWS4(A, B, C, D, R) \
+	VSHUFF32X4 $0x88, B, A, Z24 \
+	VSHUFF32X4 $0xdd, B, A, Z25 \
+	VADDPS     Z25, Z24, Z24    \
+	VSHUFF32X4 $0x88, D, C, Z25 \
+	VSHUFF32X4 $0xdd, D, C, R   \
+	VADDPS     R, Z25, Z25      \
+	VSHUFPS    $0x44, Z25, Z24, R \
+	VSHUFPS    $0xee, Z25, Z24, Z24 \
+	VADDPS     Z24, R, R        \
+	VMOVSHDUP  R, Z24           \
+	VADDPS     Z24, R, R
+
+// EPIQUAD stores two token pairs' results for rows 0..3: ROWS4 of each,
+// then one VPERMT2PS (index Z31) gathers token t's four rows into lanes
+// 4t..4t+3, one 16-byte store per token at DI + t*R10; DI moves on four
+// tokens. (The six-row tile's scalar epilogue cost a quarter as much
+// again as a 576-column loop; this one a twentieth.)
+#define EPIQUAD(A0, B0, C0, D0, A1, B1, C1, D1) \
+	ROWS4(A0, B0, C0, D0, Z26)         \
+	ROWS4(A1, B1, C1, D1, Z27)         \
+	VPERMT2PS     Z27, Z31, Z26        \
+	VMOVUPS       X26, (DI)            \
+	VEXTRACTF32X4 $1, Z26, (DI)(R10*1) \
+	VEXTRACTF32X4 $2, Z26, (DI)(R12*1) \
+	VEXTRACTF32X4 $3, Z26, (DI)(R13*1) \
+	LEAQ          (DI)(R10*4), DI
+
 // GEMMFARGS loads the float tiles' arguments (one signature): SI the
 // first row, R9 the row stride, R8 the packed activations, CX the steps of
 // eight columns, DI out, R10 the token stride, R11 row 2.
@@ -129,10 +164,12 @@ loop: \
 	DECQ CX \
 	JNZ  loop \
 	LEAQ (R10)(R10*1), R12 \
-	EPIROW(Z0, Y0, X0, Z1, Y1, X1, Z2, Y2, X2, Z3, Y3, X3) \
-	EPIROW(Z4, Y4, X4, Z5, Y5, X5, Z6, Y6, X6, Z7, Y7, X7) \
-	EPIROW(Z8, Y8, X8, Z9, Y9, X9, Z10, Y10, X10, Z11, Y11, X11) \
-	EPIROW(Z12, Y12, X12, Z13, Y13, X13, Z14, Y14, X14, Z15, Y15, X15) \
+	LEAQ (R12)(R10*1), R13 \
+	VMOVUPS ·gemmQuadIdx(SB), Z31 \
+	EPIQUAD(Z0, Z4, Z8, Z12, Z1, Z5, Z9, Z13) \
+	EPIQUAD(Z2, Z6, Z10, Z14, Z3, Z7, Z11, Z15) \
+	MOVQ out+32(FP), DI \
+	ADDQ $16, DI \
 	EPIROW(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19) \
 	EPIROW(Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23) \
 	VZEROUPPER \
@@ -166,21 +203,6 @@ GEMMF(·gemmF32x8, LOADF32, 32)
 	VFMADD231PS Z28, Z, A4      \
 	VFMADD231PS Z29, Z, A5
 
-#define EPIROW6(A0, Y0_, X0_, A1, Y1_, X1_, A2, Y2_, X2_, A3, Y3_, X3_, A4, Y4_, X4_, A5, Y5_, X5_) \
-	MOVQ DI, R11                   \
-	EPI(A0, Y0_, X0_, R11)         \
-	ADDQ R12, R11                  \
-	EPI(A1, Y1_, X1_, R11)         \
-	ADDQ R12, R11                  \
-	EPI(A2, Y2_, X2_, R11)         \
-	ADDQ R12, R11                  \
-	EPI(A3, Y3_, X3_, R11)         \
-	ADDQ R12, R11                  \
-	EPI(A4, Y4_, X4_, R11)         \
-	ADDQ R12, R11                  \
-	EPI(A5, Y5_, X5_, R11)         \
-	ADDQ $4, DI
-
 // GEMMF12(NAME, LOAD, WSTEP): func(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
 // Rows w + r*rowBytes (r < 4), n8 columns (a multiple of 8, > 0), out
 // byte-addressed as out + t*stride + 4r.
@@ -205,10 +227,11 @@ loop12: \
 	DECQ CX \
 	JNZ  loop12 \
 	LEAQ (R10)(R10*1), R12 \
-	EPIROW6(Z0, Y0, X0, Z1, Y1, X1, Z2, Y2, X2, Z3, Y3, X3, Z4, Y4, X4, Z5, Y5, X5) \
-	EPIROW6(Z6, Y6, X6, Z7, Y7, X7, Z8, Y8, X8, Z9, Y9, X9, Z10, Y10, X10, Z11, Y11, X11) \
-	EPIROW6(Z12, Y12, X12, Z13, Y13, X13, Z14, Y14, X14, Z15, Y15, X15, Z16, Y16, X16, Z17, Y17, X17) \
-	EPIROW6(Z18, Y18, X18, Z19, Y19, X19, Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23) \
+	LEAQ (R12)(R10*1), R13 \
+	VMOVUPS ·gemmQuadIdx(SB), Z31 \
+	EPIQUAD(Z0, Z6, Z12, Z18, Z1, Z7, Z13, Z19) \
+	EPIQUAD(Z2, Z8, Z14, Z20, Z3, Z9, Z15, Z21) \
+	EPIQUAD(Z4, Z10, Z16, Z22, Z5, Z11, Z17, Z23) \
 	VZEROUPPER \
 	RET
 
@@ -220,3 +243,24 @@ GEMMF12(·gemmBF16x12, LOADBF16, 16)
 
 // func gemmF32x12(w *byte, rowBytes int, xp *float32, n8 int, out *float32, stride int)
 GEMMF12(·gemmF32x12, LOADF32, 32)
+
+// gemmQuadIdx gathers EPIQUAD's two ROWS4 results token by token:
+// token 2p rows 0..3 are R lanes 0, 8, 2, 10; token 2p+1 lanes 4, 12, 6, 14;
+// the second pair the same in the second table (+16).
+DATA ·gemmQuadIdx+0(SB)/4, $0
+DATA ·gemmQuadIdx+4(SB)/4, $8
+DATA ·gemmQuadIdx+8(SB)/4, $2
+DATA ·gemmQuadIdx+12(SB)/4, $10
+DATA ·gemmQuadIdx+16(SB)/4, $4
+DATA ·gemmQuadIdx+20(SB)/4, $12
+DATA ·gemmQuadIdx+24(SB)/4, $6
+DATA ·gemmQuadIdx+28(SB)/4, $14
+DATA ·gemmQuadIdx+32(SB)/4, $16
+DATA ·gemmQuadIdx+36(SB)/4, $24
+DATA ·gemmQuadIdx+40(SB)/4, $18
+DATA ·gemmQuadIdx+44(SB)/4, $26
+DATA ·gemmQuadIdx+48(SB)/4, $20
+DATA ·gemmQuadIdx+52(SB)/4, $28
+DATA ·gemmQuadIdx+56(SB)/4, $22
+DATA ·gemmQuadIdx+60(SB)/4, $30
+GLOBL ·gemmQuadIdx(SB), RODATA|NOPTR, $64
