@@ -390,6 +390,37 @@ func BenchmarkGemmSmallBatch(b *testing.B) {
 	}
 }
 
+// BenchmarkMatMulItems compares the gemm MatMul's two items per thread
+// with the row kernels' 32 KiB items (items=0) on two threads: the 135M
+// shape's projections at 512 tokens and the 1B shape's down projection at
+// 128.
+func BenchmarkMatMulItems(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	p := NewPool(2)
+	defer p.Close()
+	defer func(v int) { gemmItemsPerThread = v }(gemmItemsPerThread)
+	for _, c := range []struct {
+		t                 gguf.Type
+		rows, cols, batch int
+	}{
+		{gguf.F16, 576, 1536, 512}, {gguf.F16, 576, 576, 512}, {gguf.F16, 1536, 576, 512},
+		{gguf.F16, 192, 576, 512}, {gguf.F16, 2048, 8192, 128}, {gguf.Q4_0, 576, 1536, 512},
+		{gguf.Q4_K, 2048, 2048, 128},
+	} {
+		m := gemmMatrix(&testing.T{}, r, c.t, c.rows, c.cols)
+		x := randVec(r, c.batch*c.cols, 1)
+		out := make([]float32, c.batch*c.rows)
+		for _, items := range []int{0, 2} {
+			b.Run(fmt.Sprintf("%s/%dx%d/b%d/items=%d", c.t, c.rows, c.cols, c.batch, items), func(b *testing.B) {
+				gemmItemsPerThread = items
+				benchMatMulGemm(b, p, m, x, out, c.batch, true)
+				flop := 2 * float64(c.rows*c.cols*c.batch)
+				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
 // benchMatMulGemm times MatMul over batch tokens with the gemm tiles on or
 // off and reports (and returns) GFLOP per CPU-second.
 func benchMatMulGemm(b *testing.B, p *Pool, m *Matrix, x, out []float32, batch int, on bool) float64 {
