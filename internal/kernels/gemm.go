@@ -57,30 +57,47 @@ func (a *activation) view(v *activation, lo, hi int) {
 	}
 }
 
-// gemmChunk sizes MatMul's work items when the gemm tiles run: two per
-// thread (one to steal at the end), in whole tiles so no item leaves rows
-// to the slower row kernel but the matrix's last. An item passes every
-// token group over its rows, so the larger it is the longer a group's
-// activations stay in L1 while the item's weights stream from L2; the
-// 32 KiB items of the row kernels kept the weights in L1 instead and
-// re-read the activations. Two threads, F16 (BenchmarkMatMulItems,
-// GFLOP/s, 32 KiB items → two per thread): 512 tokens on 576×1536 105 →
-// 232, 192×576 172 → 200, 1536×576 264 → 286, 576×576 232 → 235; 128
-// tokens on 2048×8192 67 → 240; Q4_0 576×1536 246 → 260, Q4_K 2048×2048
-// 341 → 372.
-func gemmChunk(a *activation, rows, threads, chunk int) int {
-	if a.gp.groups == 0 || gemmItemsPerThread == 0 {
-		return chunk
+// gemmChunk sizes MatMul's work items when the gemm tiles pass two or
+// more token groups over the rows (a prefill): two items per thread (one
+// to steal at the end) of at most gemmItemMaxBytes of weights, in whole
+// tiles so no item leaves rows to the slower row kernel but the matrix's
+// last. An item passes every token group over its rows, so the larger it
+// is the longer a group's activations stay in L1 while the item's weights
+// come from L2, where the row kernels' 32 KiB items kept the weights in
+// L1 and re-read the activations. Two threads (BenchmarkMatMulItems,
+// GFLOP/s, 32 KiB items → these): F16 512 tokens on 576×1536 105 → 232,
+// 192×576 172 → 200, 1536×576 264 → 286, 576×576 232 → 235; 128 tokens
+// on 2048×8192 67 → 240; Q4_0 576×1536 246 → 260, Q4_K 2048×2048 341 →
+// 372. A decode step's one group keeps the small items: with large ones
+// its weights, read from memory once, and the tokens past the group (the
+// row kernel's second pass over the item) ran slower (1B F16, 16
+// sequences: 79–82 → 61–65 tokens/s, 71–73 with items capped at 512 KiB).
+func gemmChunk(a *activation, rows, rowBytes, threads, chunk int) int {
+	if a.gp.groups < 2 || gemmItemsPerThread == 0 {
+		return gemmWholeTiles(a, chunk)
 	}
-	chunk = max(chunk, (rows+gemmItemsPerThread*threads-1)/(gemmItemsPerThread*threads))
-	if a.gp.rows <= 1 {
+	big := (rows + gemmItemsPerThread*threads - 1) / (gemmItemsPerThread * threads)
+	big = min(big, gemmItemMaxBytes/max(1, rowBytes))
+	return gemmWholeTiles(a, max(chunk, big))
+}
+
+// gemmWholeTiles rounds chunk up to whole row tiles when the gemm runs.
+func gemmWholeTiles(a *activation, chunk int) int {
+	if a.gp.groups == 0 || a.gp.rows <= 1 {
 		return chunk
 	}
 	return (chunk + a.gp.rows - 1) / a.gp.rows * a.gp.rows
 }
 
-// gemmItemsPerThread is how many work items a gemm MatMul gives each
-// thread; one per thread was at most 5% faster than two and cannot
+// gemmItemsPerThread is how many work items a prefill gemm MatMul gives
+// each thread; one per thread was at most 5% faster than two and cannot
 // rebalance when a thread is held up. BenchmarkMatMulItems sets 0 (the
 // row kernels' items) to measure what the larger items gain.
 var gemmItemsPerThread = 2
+
+// gemmItemMaxBytes caps an item's weights so they stay in L2 (1 MiB on
+// Zen 4, 2 MiB and up on recent Intel) beside the activations while every
+// token group passes over them: 1B F16 pp128 99.5–102.5 tok/s uncapped
+// (512-row items, 8 MiB), 101.4–107.2 at 512 KiB, 105.7–107.6 at 1 MiB on
+// this 4 MiB-L2 host.
+const gemmItemMaxBytes = 512 << 10

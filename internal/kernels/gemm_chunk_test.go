@@ -2,27 +2,32 @@ package kernels
 
 import "testing"
 
-// TestGemmChunkGivesTwoWholeTileItemsPerThread checks the work items of a
-// gemm MatMul: two per thread, rounded up to whole tiles; row kernels keep
-// the chunk they were given.
-func TestGemmChunkGivesTwoWholeTileItemsPerThread(t *testing.T) {
+// TestGemmChunkSizesPrefillItems checks the work items of a gemm MatMul:
+// with two or more token groups, two per thread of at most
+// gemmItemMaxBytes of weights, rounded up to whole tiles; a single group
+// (a decode step) and the row kernels keep the chunk they were given.
+func TestGemmChunkSizesPrefillItems(t *testing.T) {
 	for _, c := range []struct {
-		groups, tileRows, rows, threads, chunk, want int
+		groups, tileRows, rows, rowBytes, threads, chunk, want int
 	}{
-		{1, 4, 576, 2, 28, 144},   // 576/4 = 144 rows, 36 tiles
-		{1, 4, 192, 2, 24, 48},    // 192/4
-		{1, 6, 576, 2, 10, 144},   // 144 is 24 six-row tiles
-		{1, 4, 13, 2, 1, 4},       // ceil(13/4) = 4, one tile
-		{1, 4, 2048, 2, 600, 600}, // an already larger chunk stays
-		{1, 1, 2048, 2, 8, 512},   // K-quant tiles take one row at a time
-		{1, 2, 1536, 1, 96, 768},  // one thread: two items
-		{0, 4, 576, 2, 28, 28},    // no gemm: the row kernels' chunk
+		{43, 4, 576, 1152, 2, 28, 144},  // 576/4 = 144 rows (162 KiB), 36 tiles
+		{43, 4, 192, 1152, 2, 24, 48},   // 192/4
+		{43, 6, 576, 1152, 2, 10, 144},  // 144 is 24 six-row tiles
+		{43, 4, 13, 1152, 2, 1, 4},      // ceil(13/4) = 4, one tile
+		{10, 4, 2048, 16384, 2, 2, 32},  // 512 rows would be 8 MiB: 512 KiB is 32 rows
+		{10, 4, 2048, 3000, 2, 2, 176},  // 512 KiB / 3000 = 174 rows, up to 44 tiles
+		{10, 4, 2048, 100, 2, 600, 600}, // an already larger chunk stays
+		{8, 1, 2048, 1152, 2, 28, 455},  // K-quant tiles take one row at a time
+		{2, 2, 1536, 64, 1, 96, 768},    // one thread: two items
+		{1, 4, 2048, 16384, 2, 2, 4},    // one group: the chunk, whole tiles
+		{1, 1, 2048, 1152, 2, 28, 28},   // one K-quant group: the chunk
+		{0, 4, 576, 1152, 2, 27, 27},    // no gemm: the row kernels' chunk
 	} {
 		a := &activation{}
 		a.gp.groups, a.gp.rows = c.groups, c.tileRows
-		if got := gemmChunk(a, c.rows, c.threads, c.chunk); got != c.want {
-			t.Errorf("groups %d tile rows %d, %d rows on %d threads from %d: chunk %d, want %d",
-				c.groups, c.tileRows, c.rows, c.threads, c.chunk, got, c.want)
+		if got := gemmChunk(a, c.rows, c.rowBytes, c.threads, c.chunk); got != c.want {
+			t.Errorf("%d groups, tile rows %d, %d rows of %d bytes on %d threads from %d: chunk %d, want %d",
+				c.groups, c.tileRows, c.rows, c.rowBytes, c.threads, c.chunk, got, c.want)
 		}
 	}
 }

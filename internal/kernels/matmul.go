@@ -19,7 +19,7 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 	out = out[:batch*m.Rows]
 	// Chunks of rows small enough for dynamic load balancing and for the
 	// chunk's weights to stay in cache while every token tile passes over it.
-	chunk := gemmChunk(a, m.Rows, p.threads, rowChunk(m, p.threads))
+	chunk := gemmChunk(a, m.Rows, m.rowBytes(), p.threads, rowChunk(m, p.threads))
 	if a.batch < 4 && (m.Type == gguf.Q8_0 || rowStreams > 1 && (m.Type == gguf.Q4_K || m.Type == gguf.Q6_K)) {
 		// Decode: q8pDot1 (and with two rowStreams, the K-quant rows)
 		// streams a call's two halves side by side, and the farther apart
