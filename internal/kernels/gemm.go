@@ -90,8 +90,10 @@ func gemmWholeTiles(a *activation, chunk int) int {
 }
 
 // gemmItemsPerThread is how many work items a prefill gemm MatMul gives
-// each thread; one per thread was at most 5% faster than two and cannot
-// rebalance when a thread is held up. BenchmarkMatMulItems sets 0 (the
+// each thread. One per thread was faster on some shapes (F16 576×576 ×512
+// tokens, two threads: 262 against 239–254 GFLOP/s; 576×1536 254 against
+// 242–250) but leaves nothing to steal when a thread is held up (a server's
+// other goroutines share these two cores). BenchmarkMatMulItems sets 0 (the
 // row kernels' items) to measure what the larger items gain.
 var gemmItemsPerThread = 2
 
