@@ -59,26 +59,34 @@ func (a *activation) view(v *activation, lo, hi int) {
 
 // gemmChunk sizes MatMul's work items when the gemm tiles pass two or
 // more token groups over the rows (a prefill): two items per thread (one
-// to steal at the end) of at most gemmItemMaxBytes of weights, in whole
-// tiles so no item leaves rows to the slower row kernel but the matrix's
-// last. An item passes every token group over its rows, so the larger it
-// is the longer a group's activations stay in L1 while the item's weights
-// come from L2, where the row kernels' 32 KiB items kept the weights in
-// L1 and re-read the activations. Two threads (BenchmarkMatMulItems,
-// GFLOP/s, 32 KiB items → these): F16 512 tokens on 576×1536 105 → 232,
-// 192×576 172 → 200, 1536×576 264 → 286, 576×576 232 → 235; 128 tokens
-// on 2048×8192 67 → 240; Q4_0 576×1536 246 → 260, Q4_K 2048×2048 341 →
-// 372. A decode step's one group keeps the small items: with large ones
-// its weights, read from memory once, and the tokens past the group (the
-// row kernel's second pass over the item) ran slower (1B F16, 16
-// sequences: 79–82 → 61–65 tokens/s, 71–73 with items capped at 512 KiB).
+// to steal at the end), or as many more, a multiple of the threads, as
+// keep each within gemmItemMaxBytes of weights, in whole tiles so no item
+// leaves rows to the slower row kernel but the matrix's last. An item
+// passes every token group over its rows, so the larger it is the longer
+// a group's activations stay in L1 while the item's weights come from L2,
+// where the row kernels' 32 KiB items kept the weights in L1 and re-read
+// the activations. Two threads (BenchmarkMatMulItems, GFLOP/s, 32 KiB
+// items → these): F16 512 tokens on 576×1536 168–184 → 251, 192×576
+// 190–192 → 199–202, 1536×576 255–275 → 296, 576×576 242 → 256–261; 128
+// tokens on 2048×8192 110–117 → 228–232; Q4_0 576×1536 254–276 → 287–295,
+// Q4_K 2048×2048 384–395 → 405–406. A decode step's one group keeps the
+// small items: with large ones its weights, read from memory once, and
+// the tokens past the group (the row kernel's second pass over the item)
+// ran slower (1B F16, 16 sequences: 79–82 → 61–65 tokens/s, 71–73 with
+// items capped at 512 KiB).
 func gemmChunk(a *activation, rows, rowBytes, threads, chunk int) int {
 	if a.gp.groups < 2 || gemmItemsPerThread == 0 {
 		return gemmWholeTiles(a, chunk)
 	}
-	big := (rows + gemmItemsPerThread*threads - 1) / (gemmItemsPerThread * threads)
-	big = min(big, gemmItemMaxBytes/max(1, rowBytes))
-	return gemmWholeTiles(a, max(chunk, big))
+	items := gemmItemsPerThread * threads
+	if size := rows * rowBytes; size > items*gemmItemMaxBytes {
+		// More items under the cap, still a multiple of the threads: an
+		// odd count left one thread a whole item behind (Q4_K 2048×2048,
+		// five items of 455 rows: 364 → 345 GFLOP/s).
+		perThread := threads * gemmItemMaxBytes
+		items = (size + perThread - 1) / perThread * threads
+	}
+	return gemmWholeTiles(a, max(chunk, (rows+items-1)/items))
 }
 
 // gemmWholeTiles rounds chunk up to whole row tiles when the gemm runs.
