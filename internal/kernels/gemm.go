@@ -57,8 +57,8 @@ func (a *activation) view(v *activation, lo, hi int) {
 	}
 }
 
-// gemmChunk sizes MatMul's work items when the gemm tiles pass two or
-// more token groups over the rows (a prefill): two items per thread (one
+// gemmChunk sizes MatMul's work items when the gemm tiles pass
+// gemmPrefillGroups or more token groups over the rows (a prefill): two items per thread (one
 // to steal at the end), or as many more, a multiple of the threads, as
 // keep each within gemmItemMaxBytes of weights, in whole tiles so no item
 // leaves rows to the slower row kernel but the matrix's last. An item
@@ -69,13 +69,13 @@ func (a *activation) view(v *activation, lo, hi int) {
 // items → these): F16 512 tokens on 576×1536 168–184 → 251, 192×576
 // 190–192 → 199–202, 1536×576 255–275 → 296, 576×576 242 → 256–261; 128
 // tokens on 2048×8192 110–117 → 228–232; Q4_0 576×1536 254–276 → 287–295,
-// Q4_K 2048×2048 384–395 → 405–406. A decode step's one group keeps the
+// Q4_K 2048×2048 384–395 → 405–406. A decode step's groups keep the
 // small items: with large ones its weights, read from memory once, and
 // the tokens past the group (the row kernel's second pass over the item)
 // ran slower (1B F16, 16 sequences: 79–82 → 61–65 tokens/s, 71–73 with
 // items capped at 512 KiB).
 func gemmChunk(a *activation, rows, rowBytes, threads, chunk int) int {
-	if a.gp.groups < 2 || gemmItemsPerThread == 0 {
+	if a.gp.groups < gemmPrefillGroups || gemmItemsPerThread == 0 {
 		return gemmWholeTiles(a, chunk)
 	}
 	items := gemmItemsPerThread * threads
@@ -96,6 +96,13 @@ func gemmWholeTiles(a *activation, chunk int) int {
 	}
 	return (chunk + a.gp.rows - 1) / a.gp.rows * a.gp.rows
 }
+
+// gemmPrefillGroups is the fewest token groups for which the large items
+// are used. A decode step of up to 16 sequences is one or two groups
+// (floatGroup makes 16 two groups of eight), and its weights come from
+// memory: 1B F16, 16 sequences as two groups of eight, 88 tokens/s on
+// the row kernels' items, 78.5–79 on large ones.
+const gemmPrefillGroups = 3
 
 // gemmItemsPerThread is how many work items a prefill gemm MatMul gives
 // each thread. One per thread was faster on some shapes (F16 576×576 ×512

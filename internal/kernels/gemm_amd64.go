@@ -106,12 +106,13 @@ func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 		a.gp.rows = 1
 		return rowsGemmK
 	case (t == gguf.F16 || t == gguf.BF16 || t == gguf.F32) && gemmHasF && a.cols >= 8:
-		// From twelve tokens, four rows × twelve: each row's widened
-		// weights meet six token pairs instead of four (BenchmarkGemm,
-		// one thread: F16 100–103 → 122–124, F32 90–91 → 109–111
-		// GFLOP/cpu-s); eight to eleven tokens take six rows × eight.
+		// Four rows × twelve tokens where it leaves the row kernels
+		// no more work than six rows × eight (floatGroup): each row's
+		// widened weights meet six token pairs instead of four
+		// (BenchmarkGemm, one thread: F16 100–103 → 122–124, F32 90–91 →
+		// 109–111 GFLOP/cpu-s).
 		a.gp.group, a.gp.rows = 8, 6
-		if a.batch >= 12 {
+		if floatGroup(a.batch) == 12 {
 			a.gp.group, a.gp.rows = 12, 4
 		}
 		gemmPackF(a)
@@ -119,6 +120,25 @@ func gemmRows(t gguf.Type, a *activation, base rowKernel) rowKernel {
 		return rowsGemmF
 	}
 	return base
+}
+
+// floatGroup picks the float tiles' token group for a batch of at least
+// eight: 12 or 8, whichever leaves the cheaper work, the tokens past the
+// last group going to the row kernels at about a third of the tiles'
+// rate. Relative costs per token from BenchmarkGemm and
+// BenchmarkGemmSmallBatch (one thread, GFLOP/cpu-s: 12-token tile
+// ~141, 8-token ~118, rows ~40): 14, 17 and 50. So a 16-sequence decode
+// step runs as two groups of eight instead of twelve and four rows (135M
+// F16 --decode-seqs 16: 368–371 → 407–417 tokens/s, 1B F16 83 → 86–88),
+// while a 512-token prefill keeps groups of twelve.
+func floatGroup(batch int) int {
+	cost := func(g int, perToken int) int {
+		return (batch-batch%g)*perToken + batch%g*50
+	}
+	if batch >= 12 && cost(12, 14) <= cost(8, 17) {
+		return 12
+	}
+	return 8
 }
 
 func gemmViews(a *activation, group int, base rowKernel) {

@@ -473,3 +473,24 @@ func TestUnpackQ4KScalesAsmEqualsGo(t *testing.T) {
 		}
 	}
 }
+
+// TestFloatGroupLeavesTheCheaperTail checks the float tiles' token group
+// against costs worked by hand (per token: 14 in twelves, 17 in eights,
+// 50 on the row kernels).
+func TestFloatGroupLeavesTheCheaperTail(t *testing.T) {
+	for _, c := range []struct{ batch, want int }{
+		{8, 8}, {11, 8}, // below twelve: eights
+		{12, 12},  // 168 against 8·17 + 4·50 = 336
+		{16, 8},   // 168 + 4·50 = 368 against 16·17 = 272
+		{17, 8},   // 418 against 322
+		{24, 12},  // 336 against 408
+		{32, 8},   // 24·14 + 8·50 = 736 against 544
+		{64, 12},  // 1040 against 1088
+		{128, 12}, // 2080 against 2176
+		{512, 12}, // 7456 against 8704
+	} {
+		if got := floatGroup(c.batch); got != c.want {
+			t.Errorf("floatGroup(%d) = %d, want %d", c.batch, got, c.want)
+		}
+	}
+}

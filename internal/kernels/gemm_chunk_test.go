@@ -3,10 +3,10 @@ package kernels
 import "testing"
 
 // TestGemmChunkSizesPrefillItems checks the work items of a gemm MatMul:
-// with two or more token groups, two per thread, or more (a multiple of
+// with three or more token groups, two per thread, or more (a multiple of
 // the threads) when that keeps each within gemmItemMaxBytes of weights,
-// rounded up to whole tiles; a single group
-// (a decode step) and the row kernels keep the chunk they were given.
+// rounded up to whole tiles; one or two groups (a decode step) and the
+// row kernels keep the chunk they were given.
 func TestGemmChunkSizesPrefillItems(t *testing.T) {
 	for _, c := range []struct {
 		groups, tileRows, rows, rowBytes, threads, chunk, want int
@@ -20,7 +20,8 @@ func TestGemmChunkSizesPrefillItems(t *testing.T) {
 		{10, 4, 2048, 100, 2, 600, 600}, // an already larger chunk stays
 		{8, 1, 2048, 1152, 2, 28, 342},  // 2.25 MiB: 6 items (not 5 of 455 rows); one-row tiles
 		{8, 1, 2048, 1024, 2, 28, 512},  // exactly 2 MiB: the four items fit the cap
-		{2, 2, 1536, 64, 1, 96, 768},    // one thread: two items
+		{3, 2, 1536, 64, 1, 96, 768},    // one thread: two items
+		{2, 6, 576, 1152, 2, 12, 12},    // two groups (a 16-sequence decode step): the chunk
 		{1, 4, 2048, 16384, 2, 2, 4},    // one group: the chunk, whole tiles
 		{1, 1, 2048, 1152, 2, 28, 28},   // one K-quant group: the chunk
 		{0, 4, 576, 1152, 2, 27, 27},    // no gemm: the row kernels' chunk
