@@ -18,7 +18,8 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 	kern := gemmRows(m.Type, a, impl.rows(m.Type, m.Cols)) // prefill tiles, gemm_*.go
 	out = out[:batch*m.Rows]
 	// Chunks of rows small enough for dynamic load balancing and for the
-	// chunk's weights to stay in cache while every token tile passes over it.
+	// chunk's weights to stay in cache while every token tile passes over
+	// it; a prefill's gemm takes a few large items instead (gemmChunk).
 	chunk := gemmChunk(a, m.Rows, m.rowBytes(), p.threads, rowChunk(m, p.threads))
 	if a.batch < 4 && (m.Type == gguf.Q8_0 || rowStreams > 1 && (m.Type == gguf.Q4_K || m.Type == gguf.Q6_K)) {
 		// Decode: q8pDot1 (and with two rowStreams, the K-quant rows)
