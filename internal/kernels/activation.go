@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"math"
-	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
@@ -63,16 +62,22 @@ func actBlock(t gguf.Type) int {
 // activations, whose s term multiplies the min.
 func usesQ8_1(t gguf.Type) bool { return t == gguf.Q4_1 || t == gguf.Q5_1 }
 
-var actPool = sync.Pool{New: func() any { return new(activation) }}
+// actFree recycles activations and their buffers between MatMuls.
+var actFree freeList[activation]
+
+func getActivation() *activation { return actFree.get() }
+
+// putActivation returns a for reuse; a must not be used after.
+func putActivation(a *activation) { actFree.put(a) }
 
 // prepareActivation builds the activation of x for weights of type t.
 // With a pool it quantizes with the assembly (when present), K-quant
 // batches spread over the pool's threads; without one (the reference) it
 // runs the Go code on the caller. Both give the same bits, because a
 // token's quantization depends only on that token. Release the result with
-// actPool.Put.
+// putActivation.
 func prepareActivation(t gguf.Type, x []float32, batch, cols int, p *Pool) *activation {
-	a := actPool.Get().(*activation)
+	a := getActivation()
 	a.batch, a.cols, a.x = batch, cols, x[:batch*cols]
 	a.block = actBlock(t)
 	a.s, a.xs = a.s[:0], a.xs[:0]

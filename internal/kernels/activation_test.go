@@ -65,7 +65,7 @@ func TestActivationQuantizationIsGGMLs(t *testing.T) {
 						}
 					}
 				}
-				actPool.Put(a)
+				putActivation(a)
 			}
 		}
 	}

@@ -105,7 +105,7 @@ func TestGemmEqualsReferenceBitForBit(t *testing.T) {
 							}
 						}
 					}
-					actPool.Put(a)
+					putActivation(a)
 				}
 			}
 		}
@@ -168,7 +168,7 @@ func TestGemmQ6KLargeLanesBitForBit(t *testing.T) {
 	want := make([]float32, batch*rows)
 	MatMulRef(want, m, x, batch)
 	a := prepareActivation(gguf.Q6_K, x, batch, cols, NewPool(1))
-	defer actPool.Put(a)
+	defer putActivation(a)
 	kern := gemmRows(gguf.Q6_K, a, impl.rows(gguf.Q6_K, cols))
 	if a.gp.groups == 0 {
 		t.Fatal("gemm did not run")

@@ -5,7 +5,6 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
-	"sync"
 	"unsafe"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
@@ -86,7 +85,7 @@ type kRowScratch struct {
 // (the group's activations stay in cache between them).
 const kRowsAtOnce = 4
 
-var kRowPool = sync.Pool{New: func() any { return new(kRowScratch) }}
+var kRowPool freeList[kRowScratch]
 
 // unpack fills s from encoded row of type t (Q4_K or Q6_K).
 func (s *kRowScratch) unpack(t gguf.Type, row []byte, nsb int) {
@@ -167,7 +166,7 @@ func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	var ss [kRowsAtOnce]*kRowScratch
 	for i := range ss {
-		s := kRowPool.Get().(*kRowScratch)
+		s := kRowPool.get()
 		s.q, s.sv, s.wm, s.scl = grow(s.q, 256*nsb), grow(s.sv, 32*nsb), grow(s.wm, 40*nsb), grow(s.scl, 32*nsb)
 		ss[i] = s
 	}
@@ -188,7 +187,7 @@ func rowsGemmK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 		}
 	}
 	for _, s := range ss {
-		kRowPool.Put(s)
+		kRowPool.put(s)
 	}
 	gemmFinish(out, m, a, 16, r0, r1, r1)
 }

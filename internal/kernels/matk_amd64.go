@@ -4,7 +4,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"sync"
 
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
@@ -106,7 +105,7 @@ type kPair struct {
 	dv  []float32
 }
 
-var kScratchPool = sync.Pool{New: func() any { return new(kScratch) }}
+var kScratchPool freeList[kScratch]
 
 // rowsK computes Q4_K/Q6_K rows [r0,r1). A single token uses the fused
 // kernels; a batch unpacks each row once (values, scale vectors, factors)
@@ -119,8 +118,8 @@ func rowsK(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	nsb := a.cols / 256
 	rb := m.rowBytes()
-	sc := kScratchPool.Get().(*kScratch)
-	defer kScratchPool.Put(sc)
+	sc := kScratchPool.get()
+	defer kScratchPool.put(sc)
 	sc.scl, sc.q, sc.sv = grow(sc.scl, 32*nsb), grow(sc.q, 256*nsb), grow(sc.sv, 128*nsb)
 	sc.mins, sc.dv = grow(sc.mins, 16*nsb), grow(sc.dv, 2*nsb)
 	scl, q, dv := sc.scl, sc.q, sc.dv

@@ -14,7 +14,7 @@ func (p *Pool) MatMul(out []float32, m *Matrix, x []float32, batch int) {
 		return
 	}
 	a := prepareActivation(m.Type, x, batch, m.Cols, p)
-	defer actPool.Put(a)
+	defer putActivation(a)
 	kern := gemmRows(m.Type, a, impl.rows(m.Type, m.Cols)) // prefill tiles, gemm_*.go
 	out = out[:batch*m.Rows]
 	// Chunks of rows small enough for dynamic load balancing and for the
@@ -85,6 +85,6 @@ func MatMulRef(out []float32, m *Matrix, x []float32, batch int) {
 		return
 	}
 	a := prepareActivation(m.Type, x, batch, m.Cols, nil)
-	defer actPool.Put(a)
+	defer putActivation(a)
 	rowsRef(out[:batch*m.Rows], m, a, 0, m.Rows)
 }

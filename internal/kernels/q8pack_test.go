@@ -44,7 +44,7 @@ func TestQ8RowsAnyRange(t *testing.T) {
 					got[i] = -7
 				}
 				kern(got, m, a, rg[0], rg[1])
-				actPool.Put(a)
+				putActivation(a)
 				for b := 0; b < batch; b++ {
 					for row := 0; row < rows; row++ {
 						i := b*rows + row
@@ -111,7 +111,7 @@ func TestKRowsLongRanges(t *testing.T) {
 				a := prepareActivation(m.Type, x, batch, cols, nil)
 				got := make([]float32, batch*rows)
 				kern(got, m, a, rg[0], rg[1])
-				actPool.Put(a)
+				putActivation(a)
 				for b := 0; b < batch; b++ {
 					for row := rg[0]; row < rg[1]; row++ {
 						if i := b*rows + row; !sameBits(got[i], want[i]) {

@@ -50,7 +50,7 @@ func (p *Pool) MatMulGGMLRepack(out []float32, m *Matrix, x []float32, batch int
 		return
 	}
 	a := prepareActivation(m.Type, x, batch, m.Cols, nil)
-	defer actPool.Put(a)
+	defer putActivation(a)
 	useGEMM := make([]bool, batch)
 	for b := range useGEMM {
 		useGEMM[b] = gemm(b)
@@ -115,7 +115,7 @@ func (p *Pool) MatMulGGMLQ8(out []float32, m *Matrix, x []float32, batch int) {
 		return
 	}
 	a := prepareActivation(m.Type, x, batch, m.Cols, p)
-	defer actPool.Put(a)
+	defer putActivation(a)
 	const chunk = 64
 	p.Parallel((m.Rows+chunk-1)/chunk, func(i int) {
 		ggmlQ8Rows(out, m, a, i*chunk, min(m.Rows, (i+1)*chunk))

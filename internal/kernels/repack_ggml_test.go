@@ -77,7 +77,7 @@ func TestMatMulGGMLQ8(t *testing.T) {
 				want[b*rows+row] = dotQ32Ref(gguf.Q8_0, m.row(row), a.qs[b*cols:(b+1)*cols], a.d[b*nb:(b+1)*nb], nil)
 			}
 		}
-		actPool.Put(a)
+		putActivation(a)
 		prod := make([]float32, batch*rows)
 		p.MatMul(prod, m, x, batch)
 		differ := 0

@@ -3,8 +3,6 @@
 package kernels
 
 import (
-	"sync"
-
 	"github.com/bulkhead-llm/bulkhead/internal/gguf"
 )
 
@@ -66,7 +64,7 @@ func q8Tile8(t gguf.Type, w *byte, xq *int8, xdT *float32, nb, xqStride int, out
 
 // scalePool holds the eight-token tile's scale products (8 per block),
 // one buffer per rowsQ8 call.
-var scalePool = sync.Pool{New: func() any { return new([]float32) }}
+var scalePool freeList[[]float32]
 
 // rowsQ8 runs the Q8_0/Q4_0 kernels over rows [r0,r1): token tiles of
 // eight, then four, then single tokens, outermost so the chunk's weight
@@ -77,8 +75,8 @@ func rowsQ8(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	var res [8]float32
 	b := 0
 	if a.batch >= 8 {
-		sc := scalePool.Get().(*[]float32)
-		defer scalePool.Put(sc)
+		sc := scalePool.get()
+		defer scalePool.put(sc)
 		*sc = grow(*sc, 8*nb)
 		for ; b+8 <= a.batch; b += 8 {
 			xq, xdT := &a.qs[b*a.cols], &a.dT[b/8*nb*8]

@@ -213,7 +213,7 @@ func BenchmarkRowKernelsInCache(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("%s/b%d/%s", typ, batch, name), func(b *testing.B) {
 					a := prepareActivation(m.Type, x, batch, m.Cols, p)
-					defer actPool.Put(a)
+					defer putActivation(a)
 					kern := impl.rows(m.Type, m.Cols)
 					b.SetBytes(int64(len(m.Data)))
 					c0 := cpuTime()
