@@ -5,13 +5,16 @@ package kernels
 //go:noescape
 func f16pDot1Z(w *byte, groups, steps int, x *float32, out *float32)
 
+//go:noescape
+func f16pDot2Z(wa, wb *byte, groups, steps int, x *float32, oa, ob *float32)
+
 // packsF16 reports whether NewMatrix repacks an F16 matrix of cols columns
 // for the AVX-512 set's one-token rows (f16pack.go): only when that set is
-// the one in use, so another set does not pay for a copy it never reads,
-// and only with one weight stream per thread (rowStreams): the packed
-// copy is one stream, the unpacked halves two.
+// the one in use, so another set does not pay for a copy it never reads.
+// Whatever rowStreams is: with two, the packed groups are read as two
+// streams (f16pDot2Z), which in cache ran 2.5× the unpacked halves.
 func packsF16(cols int) bool {
-	return using512() && rowStreams == 1 && cols > 0 && cols%8 == 0
+	return using512() && cols > 0 && cols%8 == 0
 }
 
 // rowsF16Z computes F16 rows [r0,r1): batches of fewer than a tile of
@@ -42,11 +45,27 @@ func rowsF16Z(out []float32, m *Matrix, a *activation, r0, r1 int) {
 			r = hi
 		}
 		if g0, g1 := r/4, r1/4; g1 > g0 {
-			f16pDot1Z(&m.f16p[g0*gb], g1-g0, steps, x, &o[4*g0])
+			f16pGroups(m.f16p, gb, g0, g1, steps, x, o)
 			r = 4 * g1
 		}
 		if r < r1 {
 			part(r, r1)
 		}
+	}
+}
+
+// f16pGroups computes whole groups [g0, g1) into o: in one stream, or
+// with two rowStreams the two halves of the range side by side (an odd
+// group last, alone).
+func f16pGroups(p []byte, gb, g0, g1, steps int, x *float32, o []float32) {
+	n := g1 - g0
+	if rowStreams < 2 || n < 2 {
+		f16pDot1Z(&p[g0*gb], n, steps, x, &o[4*g0])
+		return
+	}
+	h := n / 2
+	f16pDot2Z(&p[g0*gb], &p[(g0+h)*gb], h, steps, x, &o[4*g0], &o[4*(g0+h)])
+	if n%2 == 1 {
+		f16pDot1Z(&p[(g1-1)*gb], 1, steps, x, &o[4*(g1-1)])
 	}
 }

@@ -61,3 +61,77 @@ store:
 done:
 	VZEROUPPER
 	RET
+
+// func f16pDot2Z(wa, wb *byte, groups, steps int, x *float32, oa, ob *float32)
+// Two weight streams: the i-th group from wa into oa[4i..4i+3] and the
+// i-th from wb into ob[4i..4i+3], one step of each in turn. Four chains in
+// flight instead of f16pDot1Z's two (FMA latency bound in cache), from
+// two streams as Intel's prefetchers read fastest (rowStreams); each
+// row's operations are f16pDot1Z's.
+TEXT ·f16pDot2Z(SB), NOSPLIT, $0-56
+	MOVQ  wa+0(FP), SI
+	MOVQ  wb+8(FP), R9
+	MOVQ  groups+16(FP), CX
+	MOVQ  x+32(FP), AX
+	MOVQ  oa+40(FP), DI
+	MOVQ  ob+48(FP), R10
+	TESTQ CX, CX
+	JZ    done2
+
+group2:
+	MOVQ   steps+24(FP), BX
+	MOVQ   AX, R8
+	VXORPS Y0, Y0, Y0 // VEX: clears the upper halves too
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	TESTQ  BX, BX
+	JZ     store2
+
+step2:
+	PREFETCHT0      F16PPFD(SI)
+	PREFETCHT0      F16PPFD(R9)
+	VBROADCASTF64X4 (R8), Z8
+	VCVTPH2PS       (SI), Z4
+	VCVTPH2PS       32(SI), Z5
+	VCVTPH2PS       (R9), Z6
+	VCVTPH2PS       32(R9), Z7
+	VFMADD231PS     Z8, Z4, Z0
+	VFMADD231PS     Z8, Z5, Z1
+	VFMADD231PS     Z8, Z6, Z2
+	VFMADD231PS     Z8, Z7, Z3
+	ADDQ            $64, SI
+	ADDQ            $64, R9
+	ADDQ            $32, R8
+	DECQ            BX
+	JNZ             step2
+
+store2:
+	VEXTRACTF64X4 $1, Z0, Y4
+	VEXTRACTF64X4 $1, Z1, Y5
+	VEXTRACTF64X4 $1, Z2, Y6
+	VEXTRACTF64X4 $1, Z3, Y7
+	HSUM8(Y0, X0, X8)
+	HSUM8(Y4, X4, X8)
+	HSUM8(Y1, X1, X8)
+	HSUM8(Y5, X5, X8)
+	HSUM8(Y2, X2, X8)
+	HSUM8(Y6, X6, X8)
+	HSUM8(Y3, X3, X8)
+	HSUM8(Y7, X7, X8)
+	MOVSS X0, (DI)
+	MOVSS X4, 4(DI)
+	MOVSS X1, 8(DI)
+	MOVSS X5, 12(DI)
+	MOVSS X2, (R10)
+	MOVSS X6, 4(R10)
+	MOVSS X3, 8(R10)
+	MOVSS X7, 12(R10)
+	ADDQ  $16, DI
+	ADDQ  $16, R10
+	DECQ  CX
+	JNZ   group2
+
+done2:
+	VZEROUPPER
+	RET

@@ -19,7 +19,9 @@ import (
 // stream gave two independent chains per thread (FMA latency bound, 25-29
 // GB/cpu-s in cache on Zen 5), four rows from four streams (DOTQUARTERS)
 // were slower from memory; a packed group gives four chains from one
-// stream. Only matrices whose columns are a multiple of eight are packed;
+// stream (f16pDot2Z reads two groups at once, eight chains from two
+// streams, where the CPU reads two streams faster: rowStreams). Only
+// matrices whose columns are a multiple of eight are packed;
 // the copy is as large as the F16 data, which stays mapped for the prefill
 // tiles and for dequantizing rows.
 

@@ -23,7 +23,7 @@
 //
 // 256-bit code where it is as short: CPUs that run 512-bit work on two
 // fused 256-bit ports lose the third vector port while any is in flight.
-// F16 has no kernel here: AVX2's two-stream f16DotHalves streams as fast.
+// F16's are in f16p_avx512_amd64.s, on a packed copy.
 //
 // Why so few rows at once: each row in flight is a weight stream, and on
 // Zen 4 (the 2-vCPU host of issue 12) the hardware prefetchers keep up with

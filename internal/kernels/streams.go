@@ -22,9 +22,8 @@ const RowStreamsEnv = "BULKHEAD_ROW_STREAMS"
 // for the halves. So: two on Intel, one elsewhere.
 //
 // With two, the K-quant one-token rows alternate between the two halves
-// of their range (kRowsStreams) and F16 is not repacked (the AVX2 halves
-// read it in place). Fixed before any Matrix exists: packing is decided
-// in NewMatrix.
+// of their range (kRowsStreams) and the packed F16 groups are read as two
+// halves side by side (f16pDot2Z). Fixed before any Matrix exists.
 var rowStreams = defaultRowStreams()
 
 // setRowStreams parses an RowStreamsEnv value.
