@@ -21,6 +21,9 @@ func q40RowsZ(w *byte, rowBytes, rows int, xq *int8, xd *float32, nb int, out *f
 func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 
 //go:noescape
+func q4kRows2Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, h int)
+
+//go:noescape
 func q4kRows4Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, outStride int)
 
 // has512 reports whether the CPU (and OS, which must save the 512-bit
@@ -111,7 +114,23 @@ func rowsKZ(out []float32, m *Matrix, a *activation, r0, r1 int) {
 	}
 	for ; t < a.batch; t++ {
 		xq, xd, bs := &a.qs[t*a.cols], &a.d[t*nsb], &a.bsum[t*a.cols/16]
-		kRowsStreams(q4kRowsZ, out[t*m.Rows+r0:t*m.Rows+r1], m.Data[r0*rb:r1*rb], rb, xq, xd, bs, nsb)
+		q4kRowsStreams(out[t*m.Rows+r0:t*m.Rows+r1], m.Data[r0*rb:r1*rb], rb, xq, xd, bs, nsb)
+	}
+}
+
+// q4kRowsStreams is kRowsStreams for q4kRowsZ, with two streams in one
+// call (q4kRows2Z): rows i and h+i side by side, no call per row (which
+// cost 13% in cache: BenchmarkRowKernelsInCache/Q4_K/b1).
+func q4kRowsStreams(out []float32, w []byte, rb int, xq *int8, xd *float32, bs *int16, nsb int) {
+	n := len(out)
+	if rowStreams < 2 || n < 2 {
+		q4kRowsZ(&out[0], &w[0], rb, n, xq, xd, bs, nsb)
+		return
+	}
+	h := n / 2
+	q4kRows2Z(&out[0], &w[0], rb, h, xq, xd, bs, nsb, h)
+	if n%2 == 1 {
+		q4kRowsZ(&out[n-1], &w[(n-1)*rb], rb, 1, xq, xd, bs, nsb)
 	}
 }
 

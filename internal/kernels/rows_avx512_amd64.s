@@ -419,3 +419,114 @@ sb4:
 	JNZ     row4
 	VZEROUPPER
 	RET
+
+// Q4KSB2(P, S, ACC, ACCM): q4kRowsZ's work on one super-block at (P), its
+// decoded scales at S(SP), into the float accumulators ACC (Y) and ACCM
+// (X). The integer registers are reused by each row in turn.
+#define Q4KSB2(P, S, ACC, ACCM) \
+	PREFETCHT0      PFD(P)                 \
+	PREFETCHT0      (PFD+64)(P)            \
+	PREFETCHT0      (PFD+128)(P)           \
+	VMOVDQU         4(P), X0               \
+	VPSHUFD         $0x98, X0, X1          \
+	VPSHUFD         $0x50, X0, X2          \
+	VPSRLVD         0(AX), X1, X1          \
+	VPSRLVD         16(AX), X2, X2         \
+	VPAND           32(AX), X1, X1         \
+	VPAND           48(AX), X2, X2         \
+	VPOR            X2, X1, X0             \
+	VPMOVZXBW       X0, Y1                 \
+	VPUNPCKLWD      Y1, Y1, Y2             \
+	VPUNPCKHWD      Y1, Y1, Y3             \
+	VMOVDQU         Y2, S(SP)              \
+	VMOVDQU         Y3, (S+32)(SP)         \
+	VPERM2I128      $0x31, Y3, Y2, Y13     \
+	VPXOR           Y8, Y8, Y8             \
+	VPXOR           Y11, Y11, Y11          \
+	VMOVDQU         16(P), Y0              \
+	VPSRLW          $4, Y0, Y1             \
+	VPAND           Y15, Y0, Y0            \
+	VPAND           Y15, Y1, Y1            \
+	VPMADDUBSW      0(R8), Y0, Y0          \
+	VPMADDUBSW      32(R8), Y1, Y1         \
+	VPDPWSSD.BCST   S(SP), Y0, Y8          \
+	VPDPWSSD.BCST   (S+4)(SP), Y1, Y11     \
+	VMOVDQU         48(P), Y0              \
+	VPSRLW          $4, Y0, Y1             \
+	VPAND           Y15, Y0, Y0            \
+	VPAND           Y15, Y1, Y1            \
+	VPMADDUBSW      64(R8), Y0, Y0         \
+	VPMADDUBSW      96(R8), Y1, Y1         \
+	VPDPWSSD.BCST   (S+8)(SP), Y0, Y8      \
+	VPDPWSSD.BCST   (S+12)(SP), Y1, Y11    \
+	VMOVDQU         80(P), Y0              \
+	VPSRLW          $4, Y0, Y1             \
+	VPAND           Y15, Y0, Y0            \
+	VPAND           Y15, Y1, Y1            \
+	VPMADDUBSW      128(R8), Y0, Y0        \
+	VPMADDUBSW      160(R8), Y1, Y1        \
+	VPDPWSSD.BCST   (S+32)(SP), Y0, Y8     \
+	VPDPWSSD.BCST   (S+36)(SP), Y1, Y11    \
+	VMOVDQU         112(P), Y0             \
+	VPSRLW          $4, Y0, Y1             \
+	VPAND           Y15, Y0, Y0            \
+	VPAND           Y15, Y1, Y1            \
+	VPMADDUBSW      192(R8), Y0, Y0        \
+	VPMADDUBSW      224(R8), Y1, Y1        \
+	VPDPWSSD.BCST   (S+40)(SP), Y0, Y8     \
+	VPDPWSSD.BCST   (S+44)(SP), Y1, Y11    \
+	VPADDD          Y11, Y8, Y8            \
+	VCVTDQ2PS       Y8, Y8                 \
+	VBROADCASTSS    (DX), X4               \
+	VCVTPH2PS       (P), X5                \
+	VMULPS          X4, X5, X5             \
+	VBROADCASTSS    X5, Y7                 \
+	VFMADD231PS     Y7, Y8, ACC            \
+	MTERMR                                 \
+	VMOVSHDUP       X5, X7                 \
+	VFMADD231SS     X7, X6, ACCM
+
+// func q4kRows2Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, h int)
+// Rows i and h+i for i in [0, n), one super-block of each in turn, into
+// out[i] and out[h+i]: q4kRowsZ's operations per row, two rows in flight
+// and no call per row (kRowsStreams' two streams).
+TEXT ·q4kRows2Z(SB), NOSPLIT, $128-72
+	ROWARGS
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	LEAQ         ·kQ4KScl(SB), AX
+	MOVQ         h+64(FP), R12
+	MOVQ         R12, R13
+	IMULQ        rowBytes+16(FP), R12 // h rows of weights
+	SHLQ         $2, R13              // h outputs
+
+row2:
+	ROWHEAD
+	LEAQ   (R10)(R12*1), BX
+	VXORPS Y12, Y12, Y12
+	VXORPS X14, X14, X14
+
+sb2:
+	Q4KSB2(SI, 0, Y9, X10)
+	Q4KSB2(BX, 64, Y12, X14)
+	ADDQ $144, SI
+	ADDQ $144, BX
+	ADDQ $256, R8
+	ADDQ $4, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  sb2
+
+	HSUM8(Y9, X9, X0)
+	VSUBSS X10, X9, X9
+	MOVSS  X9, (DI)
+	HSUM8(Y12, X12, X0)
+	VSUBSS X14, X12, X12
+	MOVSS  X12, (DI)(R13*1)
+	ADDQ   $4, DI
+	ADDQ   rowBytes+16(FP), R10
+	DECQ   R11
+	JNZ    row2
+	VZEROUPPER
+	RET

@@ -14,7 +14,7 @@ func Variants() string {
 func variantsAsm() string {
 	switch impl.name {
 	case "avx512":
-		return gemmVariant() + "AVX-512 VNNI decode rows (1-token q40RowsZ, q4kRowsZ ≤16 tokens, Q6_K q6kRows4Z four tokens per pass and 1-token q6kRowsZ); AVX-512 F16 rows below 4 tokens on a packed 4-row copy (f16pDot1Z one stream, f16pDot2Z two); " +
+		return gemmVariant() + "AVX-512 VNNI decode rows (1-token q40RowsZ, q4kRowsZ ≤16 tokens (two streams in one call: q4kRows2Z), Q6_K q6kRows4Z four tokens per pass and 1-token q6kRowsZ); AVX-512 F16 rows below 4 tokens on a packed 4-row copy (f16pDot1Z one stream, f16pDot2Z two); " +
 			"Q8_0 four tokens at a time with AVX-512 VNNI on two packed groups (q8pDot4Z); " +
 			"AVX2 for token tiles, Q8_0 one token (packed 8-row q8pDot1) and odd groups (q8pDot4), F16/BF16/F32 unpacked rows (two-stream halves, f16DotHalves) and the other types"
 	}
