@@ -245,13 +245,13 @@ done:                            \
 
 ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 
-// Q4KY(OFF, XOFF, S0, S1): 32 bytes of nibbles at OFF(SI) (sub-block 2c
+// Q4KY(P, OFF, XOFF, S0, S1): 32 bytes of nibbles at OFF(P) (sub-block 2c
 // low, 2c+1 high) against 64 activations at XOFF(R8); the sub-blocks'
 // scales are the dword pairs (sc, sc) at S0(SP), S1(SP), broadcast by
 // VPDPWSSD itself (a load, no shuffle). Y8/Y11 collect the low/high
 // sub-blocks' lanes.
-#define Q4KY(OFF, XOFF, S0, S1) \
-	VMOVDQU          OFF(SI), Y0         \
+#define Q4KY(P, OFF, XOFF, S0, S1) \
+	VMOVDQU          OFF(P), Y0          \
 	VPSRLW           $4, Y0, Y1          \
 	VPAND            Y15, Y0, Y0         \
 	VPAND            Y15, Y1, Y1         \
@@ -260,11 +260,50 @@ ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 	VPDPWSSD.BCST    S0(SP), Y0, Y8      \
 	VPDPWSSD.BCST    S1(SP), Y1, Y11
 
+// Q4KSB(P, S, ACC, ACCM): one token against the Q4_K super-block at (P):
+// its 12 scale bytes decoded with vector shifts and masks (kQ4KScl), the
+// eight (scale, min) pairs stored as dword pairs at S(SP) (scales 0..3,
+// mins 0..3) and S+32(SP) (4..7); the sums into the float accumulators
+// ACC (Y) and ACCM (X). q4kRows2Z reuses the integer registers for each
+// row in turn.
+#define Q4KSB(P, S, ACC, ACCM) \
+	PREFETCHT0      PFD(P)                 \
+	PREFETCHT0      (PFD+64)(P)            \
+	PREFETCHT0      (PFD+128)(P)           \
+	VMOVDQU         4(P), X0               \
+	VPSHUFD         $0x98, X0, X1          \
+	VPSHUFD         $0x50, X0, X2          \
+	VPSRLVD         0(AX), X1, X1          \
+	VPSRLVD         16(AX), X2, X2         \
+	VPAND           32(AX), X1, X1         \
+	VPAND           48(AX), X2, X2         \
+	VPOR            X2, X1, X0             \
+	VPMOVZXBW       X0, Y1                 \
+	VPUNPCKLWD      Y1, Y1, Y2             \
+	VPUNPCKHWD      Y1, Y1, Y3             \
+	VMOVDQU         Y2, S(SP)              \
+	VMOVDQU         Y3, (S+32)(SP)         \
+	VPERM2I128      $0x31, Y3, Y2, Y13     \
+	VPXOR           Y8, Y8, Y8             \
+	VPXOR           Y11, Y11, Y11          \
+	Q4KY(P, 16, 0, S, (S+4))               \
+	Q4KY(P, 48, 64, (S+8), (S+12))         \
+	Q4KY(P, 80, 128, (S+32), (S+36))       \
+	Q4KY(P, 112, 192, (S+40), (S+44))      \
+	VPADDD          Y11, Y8, Y8            \
+	VCVTDQ2PS       Y8, Y8                 \
+	VBROADCASTSS    (DX), X4               \
+	VCVTPH2PS       (P), X5                \
+	VMULPS          X4, X5, X5             \
+	VBROADCASTSS    X5, Y7                 \
+	VFMADD231PS     Y7, Y8, ACC            \
+	MTERMR                                 \
+	VMOVSHDUP       X5, X7                 \
+	VFMADD231SS     X7, X6, ACCM
+
 // func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 // 256-bit only: on CPUs that fuse two 256-bit ports for 512-bit work this
-// keeps all three vector ports. The 12 scale bytes are decoded with
-// vector shifts and masks (kQ4KScl), the eight (scale, min) pairs stored
-// as dword pairs at 0(SP) (scales 0..3, mins 0..3) and 32(SP) (4..7).
+// keeps all three vector ports. A super-block is Q4KSB, its scales at 0(SP).
 TEXT ·q4kRowsZ(SB), NOSPLIT, $64-64
 	ROWARGS
 	MOVL         $0x0f0f0f0f, AX
@@ -276,42 +315,7 @@ row:
 	ROWHEAD
 
 sb:
-	PREFETCHT0 PFD(SI)
-	PREFETCHT0 (PFD+64)(SI)
-	PREFETCHT0 (PFD+128)(SI)
-	// Dwords a, m, c of the scale bytes → [sc03, sc47, mn03, mn47]:
-	// [a, c, m, c] >> (0,0,0,4) & (3f, 0f, 3f, 0f) | [a, a, m, m] >> 2 & (0, 30, 0, 30).
-	VMOVDQU    4(SI), X0
-	VPSHUFD    $0x98, X0, X1
-	VPSHUFD    $0x50, X0, X2
-	VPSRLVD    0(AX), X1, X1
-	VPSRLVD    16(AX), X2, X2
-	VPAND      32(AX), X1, X1
-	VPAND      48(AX), X2, X2
-	VPOR       X2, X1, X0
-	VPMOVZXBW  X0, Y1            // sc0..7 | mn0..7 as words
-	VPUNPCKLWD Y1, Y1, Y2        // (sc0..3) pairs | (mn0..3) pairs
-	VPUNPCKHWD Y1, Y1, Y3        // (sc4..7) pairs | (mn4..7) pairs
-	VMOVDQU    Y2, 0(SP)
-	VMOVDQU    Y3, 32(SP)
-	VPERM2I128 $0x31, Y3, Y2, Y13 // the 16 multipliers of bs: m0,m0,…,m7,m7
-
-	VPXOR Y8, Y8, Y8
-	VPXOR Y11, Y11, Y11
-	Q4KY(16, 0, 0, 4)
-	Q4KY(48, 64, 8, 12)
-	Q4KY(80, 128, 32, 36)
-	Q4KY(112, 192, 40, 44)
-	VPADDD       Y11, Y8, Y8
-	VCVTDQ2PS    Y8, Y8
-	VBROADCASTSS (DX), X4
-	VCVTPH2PS    (SI), X5        // d, dmin (and two scale bytes)
-	VMULPS       X4, X5, X5      // d×d_x, dmin×d_x
-	VBROADCASTSS X5, Y7
-	VFMADD231PS  Y7, Y8, Y9
-	MTERMR
-	VMOVSHDUP    X5, X7
-	VFMADD231SS  X7, X6, X10
+	Q4KSB(SI, 0, Y9, X10)
 	ADDQ         $144, SI
 	ADDQ         $256, R8
 	ADDQ         $4, DX
@@ -420,72 +424,6 @@ sb4:
 	VZEROUPPER
 	RET
 
-// Q4KSB2(P, S, ACC, ACCM): q4kRowsZ's work on one super-block at (P), its
-// decoded scales at S(SP), into the float accumulators ACC (Y) and ACCM
-// (X). The integer registers are reused by each row in turn.
-#define Q4KSB2(P, S, ACC, ACCM) \
-	PREFETCHT0      PFD(P)                 \
-	PREFETCHT0      (PFD+64)(P)            \
-	PREFETCHT0      (PFD+128)(P)           \
-	VMOVDQU         4(P), X0               \
-	VPSHUFD         $0x98, X0, X1          \
-	VPSHUFD         $0x50, X0, X2          \
-	VPSRLVD         0(AX), X1, X1          \
-	VPSRLVD         16(AX), X2, X2         \
-	VPAND           32(AX), X1, X1         \
-	VPAND           48(AX), X2, X2         \
-	VPOR            X2, X1, X0             \
-	VPMOVZXBW       X0, Y1                 \
-	VPUNPCKLWD      Y1, Y1, Y2             \
-	VPUNPCKHWD      Y1, Y1, Y3             \
-	VMOVDQU         Y2, S(SP)              \
-	VMOVDQU         Y3, (S+32)(SP)         \
-	VPERM2I128      $0x31, Y3, Y2, Y13     \
-	VPXOR           Y8, Y8, Y8             \
-	VPXOR           Y11, Y11, Y11          \
-	VMOVDQU         16(P), Y0              \
-	VPSRLW          $4, Y0, Y1             \
-	VPAND           Y15, Y0, Y0            \
-	VPAND           Y15, Y1, Y1            \
-	VPMADDUBSW      0(R8), Y0, Y0          \
-	VPMADDUBSW      32(R8), Y1, Y1         \
-	VPDPWSSD.BCST   S(SP), Y0, Y8          \
-	VPDPWSSD.BCST   (S+4)(SP), Y1, Y11     \
-	VMOVDQU         48(P), Y0              \
-	VPSRLW          $4, Y0, Y1             \
-	VPAND           Y15, Y0, Y0            \
-	VPAND           Y15, Y1, Y1            \
-	VPMADDUBSW      64(R8), Y0, Y0         \
-	VPMADDUBSW      96(R8), Y1, Y1         \
-	VPDPWSSD.BCST   (S+8)(SP), Y0, Y8      \
-	VPDPWSSD.BCST   (S+12)(SP), Y1, Y11    \
-	VMOVDQU         80(P), Y0              \
-	VPSRLW          $4, Y0, Y1             \
-	VPAND           Y15, Y0, Y0            \
-	VPAND           Y15, Y1, Y1            \
-	VPMADDUBSW      128(R8), Y0, Y0        \
-	VPMADDUBSW      160(R8), Y1, Y1        \
-	VPDPWSSD.BCST   (S+32)(SP), Y0, Y8     \
-	VPDPWSSD.BCST   (S+36)(SP), Y1, Y11    \
-	VMOVDQU         112(P), Y0             \
-	VPSRLW          $4, Y0, Y1             \
-	VPAND           Y15, Y0, Y0            \
-	VPAND           Y15, Y1, Y1            \
-	VPMADDUBSW      192(R8), Y0, Y0        \
-	VPMADDUBSW      224(R8), Y1, Y1        \
-	VPDPWSSD.BCST   (S+40)(SP), Y0, Y8     \
-	VPDPWSSD.BCST   (S+44)(SP), Y1, Y11    \
-	VPADDD          Y11, Y8, Y8            \
-	VCVTDQ2PS       Y8, Y8                 \
-	VBROADCASTSS    (DX), X4               \
-	VCVTPH2PS       (P), X5                \
-	VMULPS          X4, X5, X5             \
-	VBROADCASTSS    X5, Y7                 \
-	VFMADD231PS     Y7, Y8, ACC            \
-	MTERMR                                 \
-	VMOVSHDUP       X5, X7                 \
-	VFMADD231SS     X7, X6, ACCM
-
 // func q4kRows2Z(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb, h int)
 // Rows i and h+i for i in [0, n), one super-block of each in turn, into
 // out[i] and out[h+i]: q4kRowsZ's operations per row, two rows in flight
@@ -508,8 +446,8 @@ row2:
 	VXORPS X14, X14, X14
 
 sb2:
-	Q4KSB2(SI, 0, Y9, X10)
-	Q4KSB2(BX, 64, Y12, X14)
+	Q4KSB(SI, 0, Y9, X10)
+	Q4KSB(BX, 64, Y12, X14)
 	ADDQ $144, SI
 	ADDQ $144, BX
 	ADDQ $256, R8
