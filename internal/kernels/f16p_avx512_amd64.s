@@ -13,6 +13,22 @@
 // as DOTHALVES and the K-quant rows do.
 #define F16PPFD 4096
 
+// F16PSTORE(ZA, ZB, YA, YB, YAL, YBL, XA, XB, XAH, XBH, R): a group's
+// four results, rows 0/1 in ZA's halves and 2/3 in ZB's (YAL/XA and
+// YBL/XB name ZA's and ZB's lower halves, YA/XAH and YB/XBH take the
+// upper ones), each hsum8'ed as dotFloatRef, to (R)..12(R). Clobbers X15.
+#define F16PSTORE(ZA, ZB, YA, YB, YAL, YBL, XA, XB, XAH, XBH, R) \
+	VEXTRACTF64X4 $1, ZA, YA  \
+	VEXTRACTF64X4 $1, ZB, YB  \
+	HSUM8(YAL, XA, X15)       \
+	HSUM8(YA, XAH, X15)       \
+	HSUM8(YBL, XB, X15)       \
+	HSUM8(YB, XBH, X15)       \
+	MOVSS XA, (R)             \
+	MOVSS XAH, 4(R)           \
+	MOVSS XB, 8(R)            \
+	MOVSS XBH, 12(R)
+
 // func f16pDot1Z(w *byte, groups, steps int, x *float32, out *float32)
 // out[4i+j] is row j of the i-th group from w.
 TEXT ·f16pDot1Z(SB), NOSPLIT, $0-40
@@ -44,16 +60,7 @@ step:
 	JNZ             step
 
 store:
-	VEXTRACTF64X4 $1, Z0, Y4
-	VEXTRACTF64X4 $1, Z1, Y5
-	HSUM8(Y0, X0, X6)
-	HSUM8(Y4, X4, X6)
-	HSUM8(Y1, X1, X6)
-	HSUM8(Y5, X5, X6)
-	MOVSS X0, (DI)
-	MOVSS X4, 4(DI)
-	MOVSS X1, 8(DI)
-	MOVSS X5, 12(DI)
+	F16PSTORE(Z0, Z1, Y4, Y5, Y0, Y1, X0, X1, X4, X5, DI)
 	ADDQ  $16, DI
 	DECQ  CX
 	JNZ   group
@@ -107,26 +114,8 @@ step2:
 	JNZ             step2
 
 store2:
-	VEXTRACTF64X4 $1, Z0, Y4
-	VEXTRACTF64X4 $1, Z1, Y5
-	VEXTRACTF64X4 $1, Z2, Y6
-	VEXTRACTF64X4 $1, Z3, Y7
-	HSUM8(Y0, X0, X8)
-	HSUM8(Y4, X4, X8)
-	HSUM8(Y1, X1, X8)
-	HSUM8(Y5, X5, X8)
-	HSUM8(Y2, X2, X8)
-	HSUM8(Y6, X6, X8)
-	HSUM8(Y3, X3, X8)
-	HSUM8(Y7, X7, X8)
-	MOVSS X0, (DI)
-	MOVSS X4, 4(DI)
-	MOVSS X1, 8(DI)
-	MOVSS X5, 12(DI)
-	MOVSS X2, (R10)
-	MOVSS X6, 4(R10)
-	MOVSS X3, 8(R10)
-	MOVSS X7, 12(R10)
+	F16PSTORE(Z0, Z1, Y4, Y5, Y0, Y1, X0, X1, X4, X5, DI)
+	F16PSTORE(Z2, Z3, Y6, Y7, Y2, Y3, X2, X3, X6, X7, R10)
 	ADDQ  $16, DI
 	ADDQ  $16, R10
 	DECQ  CX

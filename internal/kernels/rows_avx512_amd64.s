@@ -301,15 +301,27 @@ ROWS32(·q40RowsZ, 18, XQ40_2, XQ40_1, Q40BLK2, Q40BLK1)
 	VMOVSHDUP       X5, X7                 \
 	VFMADD231SS     X7, X6, ACCM
 
+// Q4KCONST loads Q4KSB's constants: the nibble mask in Y15, kQ4KScl's
+// address in AX.
+#define Q4KCONST \
+	MOVL         $0x0f0f0f0f, AX \
+	VMOVD        AX, X15         \
+	VPBROADCASTD X15, Y15        \
+	LEAQ         ·kQ4KScl(SB), AX
+
+// Q4KOUT(ACC, X, ACCM, DST): a row's result, hsum8(ACC) − ACCM (X is
+// ACC's lower half), to DST.
+#define Q4KOUT(ACC, X, ACCM, DST) \
+	HSUM8(ACC, X, X0) \
+	VSUBSS ACCM, X, X \
+	MOVSS  X, DST
+
 // func q4kRowsZ(out *float32, w *byte, rowBytes, n int, xq *int8, xd *float32, bs *int16, nsb int)
 // 256-bit only: on CPUs that fuse two 256-bit ports for 512-bit work this
 // keeps all three vector ports. A super-block is Q4KSB, its scales at 0(SP).
 TEXT ·q4kRowsZ(SB), NOSPLIT, $64-64
 	ROWARGS
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	LEAQ         ·kQ4KScl(SB), AX
+	Q4KCONST
 
 row:
 	ROWHEAD
@@ -323,9 +335,7 @@ sb:
 	DECQ         CX
 	JNZ          sb
 
-	HSUM8(Y9, X9, X0)
-	VSUBSS X10, X9, X9
-	MOVSS  X9, (DI)
+	Q4KOUT(Y9, X9, X10, (DI))
 	ADDQ   $4, DI
 	ADDQ   rowBytes+16(FP), R10
 	DECQ   R11
@@ -345,10 +355,7 @@ TEXT ·q4kRows4Z(SB), NOSPLIT, $64-72
 	SHLQ         $8, R12 // xq stride
 	SHLQ         $2, R13 // xd stride
 	SHLQ         $5, R14 // bs stride
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	LEAQ         ·kQ4KScl(SB), AX
+	Q4KCONST
 	VMOVDQU      0(AX), X12
 	VMOVDQU32    16(AX), X23
 	VMOVDQU32    32(AX), X30
@@ -430,10 +437,7 @@ sb4:
 // and no call per row (kRowsStreams' two streams).
 TEXT ·q4kRows2Z(SB), NOSPLIT, $128-72
 	ROWARGS
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	LEAQ         ·kQ4KScl(SB), AX
+	Q4KCONST
 	MOVQ         h+64(FP), R12
 	MOVQ         R12, R13
 	IMULQ        rowBytes+16(FP), R12 // h rows of weights
@@ -456,12 +460,8 @@ sb2:
 	DECQ CX
 	JNZ  sb2
 
-	HSUM8(Y9, X9, X0)
-	VSUBSS X10, X9, X9
-	MOVSS  X9, (DI)
-	HSUM8(Y12, X12, X0)
-	VSUBSS X14, X12, X12
-	MOVSS  X12, (DI)(R13*1)
+	Q4KOUT(Y9, X9, X10, (DI))
+	Q4KOUT(Y12, X12, X14, (DI)(R13*1))
 	ADDQ   $4, DI
 	ADDQ   rowBytes+16(FP), R10
 	DECQ   R11
